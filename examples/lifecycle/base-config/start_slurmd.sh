@@ -1,0 +1,15 @@
+#!/bin/bash
+# Starts slurmd; it registers with slurmctld under this node's hostname.
+set -euo pipefail
+mkdir -p /var/spool/slurm/d
+slurmd
+for _ in $(seq 50); do
+  if [ -s /run/slurm/slurmd.pid ] && kill -0 "$(cat /run/slurm/slurmd.pid)" 2>/dev/null; then
+    echo "start_slurmd: slurmd runs on $(hostname) (partition ${ENDURE_PARTITION})"
+    exit 0
+  fi
+  sleep 0.1
+done
+echo "start_slurmd: slurmd did not start; its log:" >&2
+tail -n 20 /var/log/slurm/slurmd.log >&2 || true
+exit 1

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs every Debian package endure needs and builds it into build/.
+# Idempotent; run as root on a fresh Debian 12 machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(
+  build-essential cmake pkg-config git
+  libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
+  libsqlite3-dev sqlite3 libssl-dev zlib1g-dev libbrotli-dev
+  libgtest-dev googletest
+  slurm-wlm slurm-client munge libslurm-dev
+  util-linux procps iproute2 python3
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
+cmake --build build -j"$(nproc)"
+echo "setup: built build/bin/endure, build/bin/endured, build/bin/endure-agent"

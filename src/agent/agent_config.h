@@ -1,0 +1,36 @@
+// What endured tells an agent at instance creation, in /opt/endure/config/agent.json.
+#pragma once
+
+#include <string>
+
+#include "common/json.h"
+#include "common/result.h"
+
+namespace endure::agent {
+
+inline constexpr const char* kAgentConfigPath = "/opt/endure/config/agent.json";
+inline constexpr const char* kLifecycleDir = "/opt/endure/lifecycle";
+inline constexpr const char* kLifecycleLog = "/opt/endure/lifecycle.log";
+inline constexpr const char* kLifecycleResult = "/opt/endure/lifecycle.json";
+inline constexpr const char* kResourceConfigPath = "/opt/endure/config/resource_config.json";
+inline constexpr const char* kProvisioningPath = "/opt/endure/config/provisioning_parameters.json";
+inline constexpr const char* kMungeKeyPath = "/opt/endure/config/munge.key";
+
+struct AgentConfig {
+  std::string endpoint;  // http://127.0.0.1:PORT of endured
+  std::string instance_id;
+  std::string token;  // the node's join credential
+  std::string node_name;
+  std::string group;
+  std::string role;       // controller, login, worker
+  std::string partition;  // worker groups only
+  std::string controller_node;
+  std::string on_create;  // file name inside kLifecycleDir
+  int lifecycle_timeout_seconds = 900;
+  double heartbeat_seconds = 1.0;
+
+  json to_json() const;
+  static Result<AgentConfig> from_json(const json& j);
+};
+
+}  // namespace endure::agent

@@ -1,0 +1,83 @@
+#include "agent/local_boot.h"
+
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "common/fs.h"
+#include "provider/local/local_provider.h"
+
+namespace endure::agent {
+namespace {
+
+Error sys_error(const std::string& what) {
+  return make_error("BootError", what + ": " + std::strerror(errno));
+}
+
+// Our pid as the host sees it: /proc is still the host's until we mount our own.
+int host_pid() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("NSpid:", 0) == 0) return std::atoi(line.c_str() + 6);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Status local_boot(const std::string& boot_json_path) {
+  auto text = fs::read_file(boot_json_path);
+  if (!text) return text.error();
+  auto parsed = json::parse(*text, nullptr, false);
+  auto boot = provider::LocalBoot::from_json(parsed);
+  if (!boot) return boot.error();
+
+  int pid = host_pid();
+  if (pid <= 0) return make_error("BootError", "cannot read NSpid from /proc/self/status");
+  if (auto s = fs::atomic_write_file(boot->pid_file, std::to_string(pid) + "\n"); !s) return s;
+
+  // Our mounts must not leak back to the host.
+  if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return sys_error("make / private");
+  }
+  // Open every source before mounting anything: a bind (of /tmp, say) may hide the
+  // host path of a later source.
+  std::vector<int> sources;
+  for (const auto& b : boot->binds) {
+    int fd = ::open(b.source.c_str(), O_PATH | O_CLOEXEC);
+    if (fd < 0) return sys_error("open " + b.source);
+    sources.push_back(fd);
+  }
+  for (size_t i = 0; i < boot->binds.size(); ++i) {
+    const auto& b = boot->binds[i];
+    std::error_code ec;
+    if (b.file) {
+      if (!std::filesystem::exists(b.target, ec)) std::ofstream(b.target).close();
+    } else {
+      std::filesystem::create_directories(b.target, ec);
+    }
+    std::string via = "/proc/self/fd/" + std::to_string(sources[i]);
+    if (::mount(via.c_str(), b.target.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      return sys_error("bind " + b.source + " on " + b.target);
+    }
+    ::close(sources[i]);
+  }
+  if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return sys_error("mount /proc");
+  }
+  if (::sethostname(boot->hostname.c_str(), boot->hostname.size()) != 0) {
+    return sys_error("sethostname " + boot->hostname);
+  }
+  // fd 3 is the instance lock: keep it for our lifetime, but not in the node's daemons.
+  ::fcntl(3, F_SETFD, FD_CLOEXEC);
+  if (::chdir("/") != 0) return sys_error("chdir /");
+  return {};
+}
+
+}  // namespace endure::agent

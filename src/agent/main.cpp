@@ -1,0 +1,172 @@
+// endure-agent: one per node. Runs the lifecycle script, reports it, heartbeats, and (as
+// pid 1 of a local instance) reaps every orphan in the node.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "agent/agent_config.h"
+#include "agent/lifecycle.h"
+#include "agent/local_boot.h"
+#include "api/wire.h"
+#include "common/fs.h"
+#include "common/http_client.h"
+#include "common/ids.h"
+#include "common/log.h"
+
+using namespace endure;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_term(int) { g_stop = true; }
+
+// Sends heartbeats and the latest lifecycle outcome until endured has taken it; keeps
+// trying while endured is away (it may be restarting).
+class Reporter {
+ public:
+  Reporter(const agent::AgentConfig& config, HttpClient client)
+      : config_(config), client_(std::move(client)) {}
+
+  void report_lifecycle(const agent::LifecycleResult& result) {
+    std::lock_guard lock(mu_);
+    pending_ = result;
+    cv_.notify_all();
+  }
+
+  void run() {
+    auto path = [](const char* action) { return std::string(api::kPathPrefix) + action; };
+    auto next_beat = std::chrono::steady_clock::now();
+    while (!g_stop) {
+      std::optional<agent::LifecycleResult> pending;
+      {
+        std::lock_guard lock(mu_);
+        pending = pending_;
+      }
+      if (pending) {
+        json body = pending->to_json();
+        body["InstanceId"] = config_.instance_id;
+        auto reply = client_.post(path(api::kAgentReportLifecycle), body);
+        if (reply) {
+          std::lock_guard lock(mu_);
+          if (pending_ && pending_->status == pending->status) pending_.reset();
+        } else {
+          log::warn("agent: lifecycle report not taken: {}", reply.error().message);
+        }
+      }
+      if (std::chrono::steady_clock::now() >= next_beat) {
+        client_.post(path(api::kAgentHeartbeat), {{"InstanceId", config_.instance_id}});
+        next_beat = std::chrono::steady_clock::now() +
+                    std::chrono::milliseconds(static_cast<int>(config_.heartbeat_seconds * 1000));
+      }
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, pending_ ? 1000ms : 200ms);
+    }
+  }
+
+ private:
+  const agent::AgentConfig& config_;
+  HttpClient client_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<agent::LifecycleResult> pending_;
+};
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: endure-agent [--config PATH]\n"
+               "       endure-agent --local-boot BOOT_JSON   (pid 1 of a local instance)\n");
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path = agent::kAgentConfigPath;
+  std::string boot_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--local-boot" && i + 1 < argc) boot_path = argv[++i];
+    else if (arg == "--config" && i + 1 < argc) config_path = argv[++i];
+    else return usage();
+  }
+  spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [agent] %v");
+  if (!boot_path.empty()) {
+    if (auto s = agent::local_boot(boot_path); !s) {
+      log::error("local boot failed: {}", s.error().message);
+      return 1;
+    }
+  }
+  signal(SIGTERM, on_term);
+  signal(SIGINT, on_term);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto text = fs::read_file(config_path);
+  if (!text) {
+    log::error("{}", text.error().message);
+    return 1;
+  }
+  auto config = agent::AgentConfig::from_json(json::parse(*text, nullptr, false));
+  if (!config) {
+    log::error("{}", config.error().message);
+    return 1;
+  }
+  auto endpoint = parse_endpoint(config->endpoint);
+  if (!endpoint) {
+    log::error("{}", endpoint.error().message);
+    return 1;
+  }
+  Reporter reporter(*config, HttpClient(*endpoint, config->token, 10));
+  std::thread reporter_thread([&] { reporter.run(); });
+
+  int lifecycle_pid = 0;
+  auto lifecycle_deadline = std::chrono::steady_clock::time_point::max();
+  if (auto saved = agent::saved_lifecycle_result()) {
+    reporter.report_lifecycle(*saved);  // a reboot: the script ran already
+  } else if (auto started = agent::start_lifecycle(*config); started) {
+    lifecycle_pid = *started;
+    lifecycle_deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(config->lifecycle_timeout_seconds);
+    reporter.report_lifecycle({"InProgress", -1, ""});
+    log::info("lifecycle: started {} as pid {}", config->on_create, lifecycle_pid);
+  } else {
+    agent::LifecycleResult failed{"Failed", -1, started.error().message + "\n"};
+    agent::save_lifecycle_result(failed);
+    reporter.report_lifecycle(failed);
+  }
+
+  // As pid 1 every orphan of the node is ours to reap.
+  while (!g_stop) {
+    int status = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid == lifecycle_pid) {
+        auto result = agent::lifecycle_outcome(status, false, config->lifecycle_timeout_seconds);
+        log::info("lifecycle: {} with exit code {}", result.status, result.exit_code);
+        agent::save_lifecycle_result(result);
+        reporter.report_lifecycle(result);
+        lifecycle_pid = 0;
+      }
+    }
+    if (lifecycle_pid > 0 && std::chrono::steady_clock::now() > lifecycle_deadline) {
+      kill(-lifecycle_pid, SIGKILL);
+      waitpid(lifecycle_pid, &status, 0);
+      auto result = agent::lifecycle_outcome(status, true, config->lifecycle_timeout_seconds);
+      agent::save_lifecycle_result(result);
+      reporter.report_lifecycle(result);
+      lifecycle_pid = 0;
+    }
+    std::this_thread::sleep_for(100ms);
+  }
+  reporter_thread.join();
+  return 0;
+}

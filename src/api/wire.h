@@ -1,0 +1,44 @@
+// The wire format between endure (CLI), endured and endure-agent, in one place.
+//
+// Every call is `POST /v1/<Action>` with a JSON object body and a JSON object reply,
+// authenticated with `Authorization: Bearer <token>`. Field names follow the cloud
+// service's cluster API (ClusterName, InstanceGroups, InstanceId, ...). An error reply
+// has a non-2xx status and the body {"__type": <code>, "message": <text>}.
+#pragma once
+
+namespace endure::api {
+
+// endured's default port on 127.0.0.1; `endured --port` or config.json "Port" changes it.
+inline constexpr int kDefaultPort = 7117;
+
+inline constexpr const char* kPathPrefix = "/v1/";
+
+// Operator actions (the CLI's verbs, in the cloud API's spelling).
+inline constexpr const char* kCreateCluster = "CreateCluster";
+inline constexpr const char* kDescribeCluster = "DescribeCluster";
+inline constexpr const char* kListClusters = "ListClusters";
+inline constexpr const char* kListClusterNodes = "ListClusterNodes";
+inline constexpr const char* kDescribeClusterNode = "DescribeClusterNode";
+inline constexpr const char* kUpdateCluster = "UpdateCluster";
+inline constexpr const char* kDeleteCluster = "DeleteCluster";
+inline constexpr const char* kListClusterEvents = "ListClusterEvents";
+inline constexpr const char* kGetClusterNodeLog = "GetClusterNodeLog";
+// Where to run a command inside a node: {ClusterName, NodeId} -> {Pid, NodeName}.
+// The local provider's nodes are namespaces on this host, so the CLI enters them itself.
+inline constexpr const char* kGetNodeExecTarget = "GetNodeExecTarget";
+
+// Agent actions, authenticated with the node's own join token (not the operator token),
+// and the header that names the instance the token belongs to.
+inline constexpr const char* kAgentReportLifecycle = "AgentReportLifecycle";
+inline constexpr const char* kAgentHeartbeat = "AgentHeartbeat";
+inline constexpr const char* kInstanceIdHeader = "X-Endure-Instance-Id";
+
+// Error codes (the reply's "__type").
+inline constexpr const char* kValidationException = "ValidationException";
+inline constexpr const char* kResourceNotFound = "ResourceNotFound";
+inline constexpr const char* kResourceInUse = "ResourceInUse";
+inline constexpr const char* kConflictException = "ConflictException";
+inline constexpr const char* kUnauthorized = "Unauthorized";
+inline constexpr const char* kInternalFailure = "InternalFailure";
+
+}  // namespace endure::api

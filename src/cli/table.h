@@ -1,0 +1,46 @@
+// Plain-text output for people: aligned tables and key/value blocks, for `--output table`.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/json.h"
+
+namespace endure::cli {
+
+// A column of a table built from JSON objects: its header and the dotted path of the field
+// it shows in each object (e.g. "InstanceStatus.Status").
+struct Column {
+  std::string header;
+  std::string path;
+};
+
+// The field at a dotted path inside value, or nullptr when any step is missing or is not
+// an object.
+const json* find_path(const json& value, std::string_view path);
+
+// How a JSON value reads in a cell: a string as is, a number or boolean as written,
+// "-" for null or a missing field (nullptr), anything else as compact JSON.
+std::string cell_text(const json* value);
+
+// Width of text on a terminal, counted in UTF-8 code points.
+size_t display_width(std::string_view text);
+
+// A header row, a separator line of dashes, then one line per row. Each column is as wide
+// as its widest cell, columns are two spaces apart, and lines carry no trailing spaces.
+// A row shorter than the header is filled with empty cells; extra cells are dropped.
+// Newlines and tabs inside a cell become spaces so that every row stays one line.
+// Returns "" when headers is empty; every line, the last included, ends in '\n'.
+std::string format_table(const std::vector<std::string>& headers,
+                         const std::vector<std::vector<std::string>>& rows);
+
+// format_table over a JSON array of objects, one row per element (a non-array is no rows).
+std::string format_json_table(const json& items, const std::vector<Column>& columns);
+
+// "Key:  value" lines with the values aligned one column after the longest key.
+// Newlines and tabs inside a value become spaces.
+std::string format_fields(const std::vector<std::pair<std::string, std::string>>& fields);
+
+}  // namespace endure::cli

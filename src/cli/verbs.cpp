@@ -1,0 +1,754 @@
+// Every verb goes the same way: build the request (RequestBuilder), send it and print the
+// reply (Session::run). update-cluster's count form and exec add one step each.
+#include "cli/verbs.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "api/wire.h"
+#include "cli/table.h"
+#include "common/fs.h"
+#include "common/http_client.h"
+#include "common/json.h"
+#include "common/result.h"
+#include "provider/local/local_provider.h"
+
+namespace endure::cli {
+namespace {
+
+// Error codes the CLI makes itself (a server's codes pass through as they are).
+constexpr const char* kUsage = "Usage";                          // bad input: exit 2
+constexpr const char* kFailed = "Failed";                        // local failure: exit 1
+constexpr const char* kConnectionFailure = "ConnectionFailure";  // HttpClient's code
+
+Error usage(std::string message) { return make_error(kUsage, std::move(message)); }
+
+std::string dump(const json& value) {
+  return value.dump(4, ' ', false, json::error_handler_t::replace);
+}
+
+std::string trim(const std::string& text) {
+  const char* space = " \t\r\n";
+  size_t begin = text.find_first_not_of(space);
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(space) - begin + 1);
+}
+
+std::string env(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "";
+}
+
+std::filesystem::path endure_home() {
+  if (std::string home = env("ENDURE_HOME"); !home.empty()) return home;
+  std::string home = env("HOME");
+  return std::filesystem::path(home.empty() ? "/root" : home) / ".endure";
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : separator) + p;
+  return out;
+}
+
+// A JSON argument as the cloud CLI takes it: file://PATH, "-" for stdin, or inline JSON.
+Result<json> load_json_arg(const std::string& flag, const std::string& arg) {
+  std::string text;
+  std::string source = "the value";
+  if (arg.rfind("file://", 0) == 0) {
+    std::string path = arg.substr(7);
+    if (std::filesystem::is_directory(path)) return usage(flag + ": " + path + " is a folder");
+    auto data = fs::read_file(path);
+    if (!data) return usage(flag + ": " + data.error().message);
+    text = std::move(*data);
+    source = path;
+  } else if (arg == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    source = "stdin";
+  } else {
+    text = arg;
+  }
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    if (source == "the value" && std::filesystem::exists(arg)) {
+      return usage(flag + ": '" + arg + "' is not JSON; to read that file write file://" + arg);
+    }
+    std::string why = e.what();
+    if (auto bracket = why.find("] "); bracket != std::string::npos) why = why.substr(bracket + 2);
+    return usage(flag + ": " + source + " is not valid JSON: " + why);
+  }
+}
+
+// One verb's request body: the --cli-input-json object, then every flag that was given
+// written over its field, so explicit flags win.
+class RequestBuilder {
+ public:
+  enum class Kind { kText, kInteger, kJsonArray };
+
+  explicit RequestBuilder(CLI::App* verb) : verb_(verb) {
+    input_option_ = verb->add_option(
+        "--cli-input-json", input_,
+        "the request as JSON: file://PATH, - for stdin, or inline; flags override its fields");
+  }
+
+  // Adds flag, which sets the request's field. A required field must come from the flag
+  // or from --cli-input-json.
+  CLI::Option* add(Kind kind, const std::string& flag, const std::string& field,
+                   const std::string& help, bool required = false) {
+    Field& f = fields_.emplace_back(Field{kind, flag, field, required, "", nullptr});
+    f.option = verb_->add_option(flag, f.value, help + (required ? " (required)" : ""));
+    return f.option;
+  }
+
+  // The request, or a usage error naming the flag or field at fault.
+  Result<json> build() const {
+    json request = json::object();
+    if (input_option_->count() > 0) {
+      auto loaded = load_json_arg("--cli-input-json", input_);
+      if (!loaded) return loaded.error();
+      if (!loaded->is_object()) {
+        return usage(std::string("--cli-input-json: must be a JSON object, not ") +
+                     loaded->type_name());
+      }
+      request = std::move(*loaded);
+    }
+    for (const Field& f : fields_) {
+      if (f.option->count() == 0) continue;
+      auto value = parse(f);
+      if (!value) return value.error();
+      request[f.key] = std::move(*value);
+    }
+    for (const Field& f : fields_) {
+      if (f.required && (!request.contains(f.key) || request[f.key].is_null())) {
+        return usage("missing " + f.flag + " (or \"" + f.key +
+                     "\" in --cli-input-json); see 'endure " + verb_->get_name() + " --help'");
+      }
+    }
+    return request;
+  }
+
+  // The folder that relative paths in the request are relative to: that of the
+  // --cli-input-json file, else the working directory.
+  std::filesystem::path base_folder() const {
+    if (input_option_->count() > 0 && input_.rfind("file://", 0) == 0) {
+      return std::filesystem::absolute(input_.substr(7)).parent_path();
+    }
+    return std::filesystem::current_path();
+  }
+
+ private:
+  struct Field {
+    Kind kind;
+    std::string flag;
+    std::string key;
+    bool required;
+    std::string value;  // CLI11 writes here
+    CLI::Option* option;
+  };
+
+  static Result<json> parse(const Field& f) {
+    switch (f.kind) {
+      case Kind::kText:
+        return json(f.value);
+      case Kind::kInteger: {
+        long long n = 0;
+        const char* end = f.value.data() + f.value.size();
+        auto [ptr, ec] = std::from_chars(f.value.data(), end, n);
+        if (ec != std::errc() || ptr != end) {
+          return usage(f.flag + ": '" + f.value + "' is not an integer");
+        }
+        return json(n);
+      }
+      case Kind::kJsonArray: {
+        auto value = load_json_arg(f.flag, f.value);
+        if (value && !value->is_array()) {
+          return usage(f.flag + ": must be a JSON array, not " + std::string(value->type_name()));
+        }
+        return value;
+      }
+    }
+    return usage(f.flag + ": unknown kind");
+  }
+
+  CLI::App* verb_;
+  std::string input_;
+  CLI::Option* input_option_;
+  std::deque<Field> fields_;  // a deque, so the strings CLI11 writes to never move
+};
+
+// How a verb prints its reply for people; JSON output is the same for every verb.
+struct Output {
+  std::function<void(const json& reply, std::ostream& out)> table;
+  bool table_by_default = false;  // get-cluster-node-log prints its text unless --output json
+};
+
+struct WaitOptions {
+  bool enabled = false;
+  double timeout_s = 900;
+};
+
+enum class WaitUntil { kInService, kGone };
+
+// What every verb shares: the global options and the connection to endured.
+class Session {
+ public:
+  explicit Session(const GlobalOptions& global) : global_(global) {}
+
+  // Sends one action. The first call finds the endpoint and the token.
+  Result<json> call(const std::string& action, const json& request) {
+    if (Status s = connect(); !s) return s.error();
+    return client_->post(std::string(api::kPathPrefix) + action, request);
+  }
+
+  // The one way a verb talks to endured: send the request, wait if asked, print the reply.
+  int run(const std::string& action, const Result<json>& request, const Output& output,
+          const WaitOptions* wait = nullptr, WaitUntil until = WaitUntil::kInService) {
+    if (!request) return report(request.error());
+    auto reply = call(action, *request);
+    if (!reply) return report(reply.error());
+    if (wait && wait->enabled) {
+      std::string cluster = cell_text(find_path(*request, "ClusterName"));
+      if (int rc = wait_for(cluster, until, wait->timeout_s); rc != kExitOk) return rc;
+    }
+    print(*reply, output);
+    return kExitOk;
+  }
+
+  void print(const json& reply, const Output& output) const {
+    bool table = global_.output.empty() ? output.table_by_default : global_.output == "table";
+    if (table && output.table) {
+      output.table(reply, std::cout);
+    } else {
+      std::cout << dump(reply) << "\n";
+    }
+  }
+
+  // Prints error for people and returns the exit status it calls for.
+  int report(const Error& error) const {
+    if (error.code == kUsage) {
+      std::cerr << "endure: error: " << error.message << "\n";
+      return kExitUsage;
+    }
+    if (error.code == kFailed) {
+      std::cerr << "endure: " << error.message << "\n";
+    } else if (error.code == kConnectionFailure) {
+      std::cerr << "endure: " << error.message << " (endpoint from " << endpoint_source_
+                << "; is endured running?)\n";
+    } else {
+      std::cerr << "An error occurred (" << error.code << ")"
+                << (error.message.empty() ? "" : ": " + error.message) << "\n";
+    }
+    return kExitFailed;
+  }
+
+ private:
+  // Endpoint: --endpoint, $ENDURE_ENDPOINT, $ENDURE_HOME/endpoint, then the default port.
+  // Token: $ENDURE_TOKEN, then $ENDURE_HOME/token.
+  Status connect() {
+    if (client_) return {};
+    std::string url = "http://127.0.0.1:" + std::to_string(api::kDefaultPort);
+    endpoint_source_ = "the built-in default";
+    std::filesystem::path endpoint_file = endure_home() / "endpoint";
+    if (!global_.endpoint.empty()) {
+      url = global_.endpoint;
+      endpoint_source_ = "--endpoint";
+    } else if (std::string from_env = env("ENDURE_ENDPOINT"); !from_env.empty()) {
+      url = from_env;
+      endpoint_source_ = "ENDURE_ENDPOINT";
+    } else if (auto data = fs::read_file(endpoint_file); data) {
+      url = trim(*data);
+      endpoint_source_ = endpoint_file.string();
+    } else if (data.error().code != "NotFound") {
+      return usage(data.error().message);
+    }
+    auto endpoint = parse_endpoint(trim(url));
+    if (!endpoint) return usage(endpoint_source_ + ": " + endpoint.error().message);
+
+    std::string token = trim(env("ENDURE_TOKEN"));
+    std::filesystem::path token_file = endure_home() / "token";
+    if (token.empty()) {
+      if (auto data = fs::read_file(token_file); data) token = trim(*data);
+    }
+    if (token.empty()) {
+      std::cerr << "endure: no token: set ENDURE_TOKEN or run endured once to create "
+                << token_file.string() << "\n";
+    }
+    client_.emplace(*endpoint, token);
+    return {};
+  }
+
+  // Polls DescribeCluster every second until the cluster is InService (or, for kGone, is
+  // no more), printing a progress line to stderr whenever what it shows changes.
+  int wait_for(const std::string& cluster, WaitUntil until, double timeout_s) {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    const json request = {{"ClusterName", cluster}};
+    std::string last_line;
+    std::string status = "unknown";
+    auto progress = [&](const std::string& line) {
+      if (line == last_line) return;
+      last_line = line;
+      double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      char stamp[32];
+      std::snprintf(stamp, sizeof stamp, "[%5.1fs] ", elapsed);
+      std::cerr << stamp << line << std::endl;
+    };
+    for (;;) {
+      auto reply = call(api::kDescribeCluster, request);
+      if (reply) {
+        status = cell_text(find_path(*reply, "ClusterStatus"));
+        progress(progress_line(*reply));
+        if (status == "Failed") {
+          std::string why = cell_text(find_path(*reply, "FailureMessage"));
+          std::cerr << "Cluster " << cluster << " failed: " << why << "\n";
+          return kExitFailed;
+        }
+        if (until == WaitUntil::kInService && status == "InService") return kExitOk;
+      } else if (until == WaitUntil::kGone && reply.error().code == api::kResourceNotFound) {
+        progress("Deleted");
+        return kExitOk;
+      } else if (reply.error().code == kConnectionFailure) {
+        // endured may be restarting; keep asking until the deadline.
+        progress("endured unreachable, retrying: " + reply.error().message);
+      } else {
+        return report(reply.error());
+      }
+      double left = timeout_s - std::chrono::duration<double>(Clock::now() - start).count();
+      if (left <= 0) {
+        char limit[32];
+        std::snprintf(limit, sizeof limit, "%gs", timeout_s);
+        return report(make_error(
+            kFailed, std::string("timed out after ") + limit + " waiting for cluster " + cluster +
+                         " to be " + (until == WaitUntil::kGone ? "deleted" : "InService") +
+                         " (status " + status + "); see --wait-timeout"));
+      }
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(1.0, left)));
+    }
+  }
+
+  // "Creating: controller 1/1, worker 2/4": the status, then CurrentCount/TargetCount.
+  static std::string progress_line(const json& cluster) {
+    std::vector<std::string> groups;
+    if (const json* list = find_path(cluster, "InstanceGroups"); list && list->is_array()) {
+      for (const auto& g : *list) {
+        groups.push_back(cell_text(find_path(g, "InstanceGroupName")) + " " +
+                         cell_text(find_path(g, "CurrentCount")) + "/" +
+                         cell_text(find_path(g, "TargetCount")));
+      }
+    }
+    std::string line = cell_text(find_path(cluster, "ClusterStatus"));
+    return groups.empty() ? line : line + ": " + join(groups, ", ");
+  }
+
+  const GlobalOptions& global_;
+  std::optional<HttpClient> client_;
+  std::string endpoint_source_;
+};
+
+using SessionPtr = std::shared_ptr<Session>;
+using Selected = std::function<int()>*;
+
+// Table printers, one per reply shape.
+
+void print_arn(const json& reply, std::ostream& out) {
+  out << cell_text(find_path(reply, "ClusterArn")) << "\n";
+}
+
+void print_cluster(const json& reply, std::ostream& out) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const char* key : {"ClusterName", "ClusterArn", "ClusterStatus", "CreationTime",
+                          "FailureMessage", "NodeRecovery"}) {
+    const json* value = find_path(reply, key);
+    bool empty = !value || value->is_null() || (value->is_string() && value->empty());
+    if (std::string(key) == "FailureMessage" && empty) continue;
+    fields.emplace_back(key, cell_text(value));
+  }
+  out << format_fields(fields) << "\n";
+  const json* groups = find_path(reply, "InstanceGroups");
+  out << format_json_table(groups ? *groups : json(), {{"InstanceGroupName", "InstanceGroupName"},
+                                                       {"Role", "Role"},
+                                                       {"InstanceType", "InstanceType"},
+                                                       {"CurrentCount", "CurrentCount"},
+                                                       {"TargetCount", "TargetCount"},
+                                                       {"PartitionName", "PartitionName"}});
+}
+
+void print_clusters(const json& reply, std::ostream& out) {
+  const json* list = find_path(reply, "ClusterSummaries");
+  out << format_json_table(list ? *list : json(), {{"ClusterName", "ClusterName"},
+                                                   {"ClusterStatus", "ClusterStatus"},
+                                                   {"CreationTime", "CreationTime"},
+                                                   {"ClusterId", "ClusterId"},
+                                                   {"ClusterArn", "ClusterArn"}});
+}
+
+void print_nodes(const json& reply, std::ostream& out) {
+  const json* list = find_path(reply, "ClusterNodeSummaries");
+  out << format_json_table(list ? *list : json(), {{"NodeName", "NodeName"},
+                                                   {"InstanceId", "InstanceId"},
+                                                   {"InstanceGroupName", "InstanceGroupName"},
+                                                   {"InstanceType", "InstanceType"},
+                                                   {"Status", "InstanceStatus.Status"},
+                                                   {"Message", "InstanceStatus.Message"},
+                                                   {"LaunchTime", "LaunchTime"}});
+}
+
+void print_node(const json& reply, std::ostream& out) {
+  const json* node = find_path(reply, "NodeDetails");
+  const json& details = node ? *node : reply;
+  static const std::vector<Column> kFields = {
+      {"NodeName", "NodeName"},
+      {"InstanceId", "InstanceId"},
+      {"InstanceGroupName", "InstanceGroupName"},
+      {"InstanceType", "InstanceType"},
+      {"Role", "Role"},
+      {"Status", "InstanceStatus.Status"},
+      {"Message", "InstanceStatus.Message"},
+      {"LaunchTime", "LaunchTime"},
+      {"PrivatePrimaryIp", "PrivatePrimaryIp"},
+      {"PrivateDnsHostname", "PrivateDnsHostname"},
+      {"SlurmPort", "SlurmPort"},
+      {"ThreadsPerCore", "ThreadsPerCore"},
+      {"SourceS3Uri", "LifeCycleConfig.SourceS3Uri"},
+      {"OnCreate", "LifeCycleConfig.OnCreate"},
+      {"LifeCycleStatus", "LifeCycle.Status"},
+      {"LifeCycleExitCode", "LifeCycle.ExitCode"},
+      {"LogPath", "LifeCycle.LogPath"},
+  };
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const auto& f : kFields)
+    fields.emplace_back(f.header, cell_text(find_path(details, f.path)));
+  out << format_fields(fields);
+
+  // LastLines may come as one string or as a list of lines.
+  std::vector<std::string> lines;
+  if (const json* last = find_path(details, "LifeCycle.LastLines"); last) {
+    if (last->is_string()) {
+      std::string text = last->get<std::string>();
+      size_t begin = 0;
+      while (begin < text.size()) {
+        size_t end = text.find('\n', begin);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(begin, end - begin));
+        begin = end + 1;
+      }
+    } else if (last->is_array()) {
+      for (const auto& l : *last) lines.push_back(cell_text(&l));
+    }
+  }
+  out << "LastLines:" << (lines.empty() ? " -" : "") << "\n";
+  for (const auto& l : lines) out << "  " << l << "\n";
+}
+
+void print_events(const json& reply, std::ostream& out) {
+  const json* list = find_path(reply, "Events");
+  out << format_json_table(list ? *list : json(), {{"EventId", "EventId"},
+                                                   {"EventTime", "EventTime"},
+                                                   {"NodeName", "NodeName"},
+                                                   {"EventType", "EventType"},
+                                                   {"Description", "Description"}});
+}
+
+void print_log(const json& reply, std::ostream& out) {
+  const json* log = find_path(reply, "Log");
+  if (!log || !log->is_string()) return;
+  out << log->get<std::string>();
+  out.flush();
+}
+
+// Verb registration.
+
+using Kind = RequestBuilder::Kind;
+
+void on_run(CLI::App* verb, Selected selected, std::function<int()> run) {
+  verb->callback([selected, run = std::move(run)] { *selected = run; });
+}
+
+void add_wait_options(CLI::App* verb, WaitOptions& wait, const std::string& until) {
+  CLI::Option* flag = verb->add_flag("--wait", wait.enabled,
+                                     "then wait until " + until + ", printing progress to stderr");
+  verb->add_option("--wait-timeout", wait.timeout_s, "seconds --wait waits at most (default 900)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            double seconds = 0;
+            auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+            bool ok = ec == std::errc() && ptr == text.data() + text.size() && seconds > 0;
+            return ok ? std::string() : "'" + text + "' is not a positive number of seconds";
+          },
+          "SECONDS"))
+      ->needs(flag);
+}
+
+// A spec file may name its lifecycle folders relative to itself ("../lifecycle/base"):
+// the CLI makes such plain paths absolute, since endured does not know where the file was.
+void resolve_lifecycle_folders(json& request, const std::filesystem::path& base) {
+  if (!request.contains("InstanceGroups") || !request["InstanceGroups"].is_array()) return;
+  for (auto& group : request["InstanceGroups"]) {
+    if (!group.is_object() || !group.contains("LifeCycleConfig")) continue;
+    auto& lc = group["LifeCycleConfig"];
+    if (!lc.is_object() || !lc.contains("SourceS3Uri") || !lc["SourceS3Uri"].is_string()) continue;
+    std::string uri = lc["SourceS3Uri"].get<std::string>();
+    if (uri.empty() || uri[0] == '/' || uri.find("://") != std::string::npos) continue;
+    lc["SourceS3Uri"] = (base / uri).lexically_normal().string();
+  }
+}
+
+void add_create_cluster(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand(
+      "create-cluster", "Create a cluster from a spec: --cli-input-json file://spec.json");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  auto wait = std::make_shared<WaitOptions>();
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name of the new cluster", true);
+  request->add(Kind::kJsonArray, "--instance-groups", "InstanceGroups",
+               "the instance groups as a JSON array (inline or file://PATH)", true);
+  request->add(Kind::kText, "--node-recovery", "NodeRecovery", "Automatic or None");
+  add_wait_options(verb, *wait, "the cluster is InService");
+  on_run(verb, selected, [s, request, wait] {
+    auto built = request->build();
+    if (built) resolve_lifecycle_folders(*built, request->base_folder());
+    return s->run(api::kCreateCluster, std::move(built), {print_arn}, wait.get());
+  });
+}
+
+void add_describe_cluster(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb =
+      app.add_subcommand("describe-cluster", "Show a cluster's status and instance groups");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  on_run(verb, selected,
+         [s, request] { return s->run(api::kDescribeCluster, request->build(), {print_cluster}); });
+}
+
+void add_list_clusters(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand("list-clusters", "List the clusters");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  on_run(verb, selected,
+         [s, request] { return s->run(api::kListClusters, request->build(), {print_clusters}); });
+}
+
+void add_list_cluster_nodes(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand("list-cluster-nodes", "List a cluster's nodes");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--instance-group-name-contains", "InstanceGroupNameContains",
+               "only nodes of groups whose name contains this");
+  on_run(verb, selected,
+         [s, request] { return s->run(api::kListClusterNodes, request->build(), {print_nodes}); });
+}
+
+void add_describe_cluster_node(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand("describe-cluster-node",
+                                      "Show one node: its status, lifecycle script and addresses");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--node-id", "NodeId", "instance id or node name (e.g. worker-3)",
+               true);
+  on_run(verb, selected, [s, request] {
+    return s->run(api::kDescribeClusterNode, request->build(), {print_node});
+  });
+}
+
+// UpdateCluster wants every group; this is every group as DescribeCluster shows it, with
+// the named groups' counts replaced.
+Result<json> instance_groups_with_counts(const json& cluster, const std::vector<std::string>& names,
+                                         const std::vector<long long>& counts) {
+  const json* described = find_path(cluster, "InstanceGroups");
+  if (!described || !described->is_array()) {
+    return make_error(kFailed, "DescribeCluster's reply has no InstanceGroups list");
+  }
+  json groups = json::array();
+  std::vector<std::string> have;
+  std::set<std::string> found;
+  for (const json& g : *described) {
+    std::string name = cell_text(find_path(g, "InstanceGroupName"));
+    have.push_back(name);
+    json group = json::object();
+    group["InstanceGroupName"] = name;
+    if (const json* type = find_path(g, "InstanceType")) group["InstanceType"] = *type;
+    const json* target = find_path(g, "TargetCount");
+    if (!target || target->is_null()) target = find_path(g, "CurrentCount");
+    if (target) group["InstanceCount"] = *target;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name) {
+        group["InstanceCount"] = counts[i];
+        found.insert(name);
+      }
+    }
+    for (const char* key : {"LifeCycleConfig", "ThreadsPerCore"}) {
+      if (const json* value = find_path(g, key); value && !value->is_null()) group[key] = *value;
+    }
+    groups.push_back(std::move(group));
+  }
+  for (const auto& name : names) {
+    if (!found.count(name)) {
+      return usage("--instance-group-name " + name + ": cluster " +
+                   cell_text(find_path(cluster, "ClusterName")) +
+                   " has no such instance group (it has: " + join(have, ", ") + ")");
+    }
+  }
+  return groups;
+}
+
+void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand("update-cluster",
+                                      "Change instance counts: of every group (--instance-groups) "
+                                      "or of some (--instance-group-name "
+                                      "G --instance-count N, repeatable)");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  auto wait = std::make_shared<WaitOptions>();
+  struct Counts {
+    std::vector<std::string> names;
+    std::vector<long long> counts;
+  };
+  auto counts = std::make_shared<Counts>();
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  CLI::Option* groups =
+      request->add(Kind::kJsonArray, "--instance-groups", "InstanceGroups",
+                   "every instance group as a JSON array (inline or file://PATH)");
+  request->add(Kind::kText, "--node-recovery", "NodeRecovery", "Automatic or None");
+  verb->add_option("--instance-group-name", counts->names,
+                   "a group whose count --instance-count sets; the others keep theirs")
+      ->allow_extra_args(false)
+      ->excludes(groups);
+  verb->add_option("--instance-count", counts->counts, "the new count of that group")
+      ->allow_extra_args(false)
+      ->excludes(groups);
+  add_wait_options(verb, *wait, "the cluster is InService again");
+
+  on_run(verb, selected, [s, request, wait, counts] {
+    auto built = request->build();
+    if (!built) return s->report(built.error());
+    json& body = *built;
+    if (!counts->names.empty() || !counts->counts.empty()) {
+      if (counts->names.size() != counts->counts.size()) {
+        return s->report(usage("--instance-group-name and --instance-count go in pairs (got " +
+                               std::to_string(counts->names.size()) + " and " +
+                               std::to_string(counts->counts.size()) + ")"));
+      }
+      auto cluster = s->call(api::kDescribeCluster, {{"ClusterName", body["ClusterName"]}});
+      if (!cluster) return s->report(cluster.error());
+      auto list = instance_groups_with_counts(*cluster, counts->names, counts->counts);
+      if (!list) return s->report(list.error());
+      body["InstanceGroups"] = std::move(*list);
+    } else if (!body.contains("InstanceGroups")) {
+      return s->report(
+          usage("missing --instance-groups, or --instance-group-name with --instance-count (or "
+                "\"InstanceGroups\" in --cli-input-json); see 'endure update-cluster --help'"));
+    }
+    return s->run(api::kUpdateCluster, body, {print_arn}, wait.get());
+  });
+}
+
+void add_delete_cluster(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand("delete-cluster", "Delete a cluster and all its nodes");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  auto wait = std::make_shared<WaitOptions>();
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  add_wait_options(verb, *wait, "the cluster is gone");
+  on_run(verb, selected, [s, request, wait] {
+    return s->run(api::kDeleteCluster, request->build(), {print_arn}, wait.get(), WaitUntil::kGone);
+  });
+}
+
+void add_list_cluster_events(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb =
+      app.add_subcommand("list-cluster-events", "List a cluster's events, oldest first");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--node-name", "NodeName", "only events of this node");
+  request->add(Kind::kInteger, "--max-results", "MaxResults", "at most this many events");
+  on_run(verb, selected, [s, request] {
+    return s->run(api::kListClusterEvents, request->build(), {print_events});
+  });
+}
+
+void add_get_cluster_node_log(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb =
+      app.add_subcommand("get-cluster-node-log",
+                         "Print a node's lifecycle-script output (as JSON with --output json)");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--node-id", "NodeId", "instance id or node name (e.g. worker-3)",
+               true);
+  on_run(verb, selected, [s, request] {
+    return s->run(api::kGetClusterNodeLog, request->build(),
+                  {print_log, /*table_by_default=*/true});
+  });
+}
+
+void add_exec(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand(
+      "exec", "Run a command inside a node (default: a login shell): exec ... -- CMD ARGS...");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  auto command = std::make_shared<std::vector<std::string>>();
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--node", "NodeId", "node name (e.g. worker-3) or instance id", true);
+  verb->add_option("command", *command, "the command and its arguments, after --");
+  verb->footer("Needs root: it enters the node's namespaces with nsenter.");
+
+  on_run(verb, selected, [s, request, command] {
+    auto built = request->build();
+    if (!built) return s->report(built.error());
+    if (::geteuid() != 0) {
+      return s->report(
+          usage("exec must run as root: it enters the node's namespaces with nsenter"));
+    }
+    auto target = s->call(api::kGetNodeExecTarget, *built);
+    if (!target) return s->report(target.error());
+    const json* pid = find_path(*target, "Pid");
+    if (!pid || !pid->is_number_integer() || pid->get<long long>() <= 0) {
+      return s->report(make_error(kFailed, "GetNodeExecTarget's reply has no valid Pid"));
+    }
+    const json* name = find_path(*target, "NodeName");
+    std::string node_name = name && name->is_string() ? name->get<std::string>()
+                                                      : cell_text(find_path(*built, "NodeId"));
+
+    std::vector<std::string> cmd = command->empty() ? std::vector<std::string>{"/bin/bash", "-l"}
+                                                   : *command;
+    std::vector<std::string> argv =
+        provider::node_exec_argv(static_cast<int>(pid->get<long long>()), node_name, cmd);
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    std::cout.flush();
+    std::cerr.flush();
+    ::execvp(args[0], args.data());
+    return s->report(
+        make_error(kFailed, std::string("cannot run nsenter: ") + std::strerror(errno)));
+  });
+}
+
+}  // namespace
+
+void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>* selected) {
+  auto session = std::make_shared<Session>(global);
+  add_create_cluster(app, session, selected);
+  add_describe_cluster(app, session, selected);
+  add_list_clusters(app, session, selected);
+  add_list_cluster_nodes(app, session, selected);
+  add_describe_cluster_node(app, session, selected);
+  add_update_cluster(app, session, selected);
+  add_delete_cluster(app, session, selected);
+  add_list_cluster_events(app, session, selected);
+  add_get_cluster_node_log(app, session, selected);
+  add_exec(app, session, selected);
+}
+
+}  // namespace endure::cli

@@ -1,0 +1,10 @@
+// Crash points: a test sets ENDURE_CRASH_AT=<name> and the process kills itself with
+// SIGKILL the first time it reaches that point, to prove a crash there loses nothing.
+// Without the variable a crash point costs one comparison.
+#pragma once
+
+namespace endure {
+
+void crash_point(const char* name);
+
+}  // namespace endure

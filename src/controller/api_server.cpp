@@ -1,0 +1,91 @@
+#include "controller/api_server.h"
+
+#include <httplib.h>
+
+#include "api/wire.h"
+#include "common/log.h"
+
+namespace endure::controller {
+namespace {
+
+int http_status(const std::string& code) {
+  if (code == api::kValidationException || code == "UnknownOperation") return 400;
+  if (code == api::kUnauthorized) return 401;
+  if (code == api::kResourceNotFound) return 404;
+  if (code == api::kResourceInUse || code == api::kConflictException) return 409;
+  return 500;
+}
+
+// Compares in time independent of where the strings differ.
+bool same_secret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string bearer(const httplib::Request& req) {
+  std::string h = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  return h.rfind(prefix, 0) == 0 ? h.substr(prefix.size()) : "";
+}
+
+void reply(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void reply_error(httplib::Response& res, const Error& e) {
+  reply(res, http_status(e.code), {{"__type", e.code}, {"message", e.message}});
+}
+
+}  // namespace
+
+ApiServer::ApiServer(ClusterService& service, std::string operator_token)
+    : service_(service), token_(std::move(operator_token)), server_(new httplib::Server) {}
+
+ApiServer::~ApiServer() { stop(); }
+
+Status ApiServer::start(int port) {
+  server_->Post(R"(/v1/([A-Za-z]+))", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string action = req.matches[1];
+    bool agent_call = action.rfind("Agent", 0) == 0;
+    std::string token = bearer(req);
+    // Authentication comes before parsing: a caller without a token learns nothing.
+    if (!agent_call && !same_secret(token, token_)) {
+      return reply_error(res, make_error(api::kUnauthorized, "missing or invalid token"));
+    }
+    json request = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+    if (request.is_discarded()) {
+      return reply_error(res, make_error(api::kValidationException, "request: is not valid JSON"));
+    }
+    std::string instance_id = req.get_header_value(api::kInstanceIdHeader);
+    if (instance_id.empty() && request.is_object()) instance_id = request.value("InstanceId", "");
+    Result<json> result = agent_call ? service_.handle_agent(action, instance_id, token, request)
+                                     : service_.handle(action, request);
+    if (!result) {
+      if (!agent_call) log::info("{}: {}: {}", action, result.error().code, result.error().message);
+      return reply_error(res, result.error());
+    }
+    reply(res, 200, *result);
+  });
+  server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty()) {
+      reply(res, res.status, {{"__type", "HTTP" + std::to_string(res.status)},
+                              {"message", "use POST /v1/<Action>"}});
+    }
+  });
+  if (!server_->bind_to_port("127.0.0.1", port)) {
+    return make_error("BindError", "cannot listen on 127.0.0.1:" + std::to_string(port) +
+                                       " (in use? set Port in config.json or --port)");
+  }
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return {};
+}
+
+void ApiServer::stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace endure::controller

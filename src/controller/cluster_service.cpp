@@ -1,0 +1,427 @@
+#include "controller/cluster_service.h"
+
+#include "api/wire.h"
+#include "common/crash_point.h"
+#include "common/fs.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "spec/cluster_spec.h"
+#include "spec/layout.h"
+#include "spec/provisioning.h"
+
+namespace endure::controller {
+namespace {
+
+Error validation(const std::string& message) {
+  return make_error(api::kValidationException, message);
+}
+
+// A required string field of a request.
+Result<std::string> required_string(const json& request, const char* field) {
+  if (!request.is_object()) return validation("request: must be a JSON object");
+  if (!request.contains(field)) return validation(std::string(field) + ": is required");
+  if (!request[field].is_string() || request[field].get<std::string>().empty()) {
+    return validation(std::string(field) + ": must be a non-empty string");
+  }
+  return request[field].get<std::string>();
+}
+
+json instance_status(const store::InstanceRow& r) {
+  return {{"Status", r.status}, {"Message", r.message}};
+}
+
+json node_summary(const store::InstanceRow& r, const spec::ClusterSpec& spec) {
+  const auto* group = spec.find_group(r.group);
+  return {{"InstanceGroupName", r.group},
+          {"InstanceId", r.instance_id},
+          {"NodeName", r.node_name},
+          {"InstanceType", group ? group->instance_type : ""},
+          {"InstanceStatus", instance_status(r)},
+          {"LaunchTime", ids::iso_time(r.launch_time)}};
+}
+
+}  // namespace
+
+std::string cluster_arn(const std::string& cluster_id) {
+  return "arn:endure:local:cluster/" + cluster_id;
+}
+
+ClusterService::ClusterService(store::Store& store, provider::NodeProvider& provider,
+                               const Config& config, std::function<void()> wake_reconciler)
+    : store_(store), provider_(provider), config_(config), wake_(std::move(wake_reconciler)) {}
+
+Result<json> ClusterService::handle(const std::string& action, const json& request) {
+  if (!request.is_object()) return validation("request: must be a JSON object");
+  if (action == api::kCreateCluster) return create_cluster(request);
+  if (action == api::kDescribeCluster) return describe_cluster(request);
+  if (action == api::kListClusters) return list_clusters(request);
+  if (action == api::kListClusterNodes) return list_cluster_nodes(request);
+  if (action == api::kDescribeClusterNode) return describe_cluster_node(request);
+  if (action == api::kUpdateCluster) return update_cluster(request);
+  if (action == api::kDeleteCluster) return delete_cluster(request);
+  if (action == api::kListClusterEvents) return list_cluster_events(request);
+  if (action == api::kGetClusterNodeLog) return get_cluster_node_log(request);
+  if (action == api::kGetNodeExecTarget) return get_node_exec_target(request);
+  return make_error("UnknownOperation", "no action named " + action);
+}
+
+Result<json> ClusterService::load_provisioning(const json& spec_json) {
+  auto spec = spec::parse_cluster_spec(spec_json);
+  if (!spec) return spec.error();
+  std::filesystem::path provisioning_file;
+  for (size_t i = 0; i < spec->groups.size(); ++i) {
+    const auto& g = spec->groups[i];
+    std::string field = "InstanceGroups[" + std::to_string(i) + "].LifeCycleConfig";
+    auto dir = provider_.resolve_lifecycle_source(field, g.lifecycle.source_uri,
+                                                  g.lifecycle.on_create);
+    if (!dir) return dir.error();
+    if (provisioning_file.empty() && std::filesystem::exists(*dir / spec::kProvisioningFile)) {
+      provisioning_file = *dir / spec::kProvisioningFile;
+    }
+  }
+  if (provisioning_file.empty()) {
+    return validation("InstanceGroups[0].LifeCycleConfig.SourceS3Uri: no lifecycle folder holds " +
+                      std::string(spec::kProvisioningFile) +
+                      ", which names the controller, login and worker groups");
+  }
+  auto text = fs::read_file(provisioning_file);
+  if (!text) return validation(std::string(spec::kProvisioningFile) + ": " + text.error().message);
+  auto params_json = json::parse(*text, nullptr, false);
+  if (params_json.is_discarded()) {
+    return validation(std::string(spec::kProvisioningFile) + ": is not valid JSON");
+  }
+  auto params = spec::parse_provisioning(params_json, *spec);
+  if (!params) return params.error();
+  return params->to_json();
+}
+
+Result<json> ClusterService::create_cluster(const json& request) {
+  auto spec = spec::parse_cluster_spec(request);
+  if (!spec) return spec.error();
+  auto provisioning = load_provisioning(spec->to_json());
+  if (!provisioning) return provisioning.error();
+
+  store::ClusterRow row;
+  Status created = store_.transaction([&]() -> Status {
+    if (store_.cluster_by_name(spec->name)) {
+      return make_error(api::kResourceInUse,
+                        "ClusterName: a cluster named " + spec->name + " already exists");
+    }
+    row.index = store_.free_cluster_index();
+    if (row.index > spec::kMaxClusters) {
+      return make_error(api::kResourceInUse, "the local provider runs at most " +
+                                                 std::to_string(spec::kMaxClusters) +
+                                                 " clusters at once; delete one first");
+    }
+    row.id = ids::new_cluster_id();
+    row.name = spec->name;
+    row.arn = cluster_arn(row.id);
+    row.status = "Creating";
+    row.spec = spec->to_json();
+    row.provisioning = *provisioning;
+    row.created_at = row.updated_at = ids::now_seconds();
+    if (auto s = store_.insert_cluster(row); !s) return s;
+    int total = 0;
+    for (const auto& g : spec->groups) total += g.instance_count;
+    auto ev = store_.append_event({0, row.id, 0, "Cluster", "", "", "", "ClusterCreating",
+                                   "CreateCluster accepted: " + std::to_string(total) +
+                                       " instances in " + std::to_string(spec->groups.size()) +
+                                       " instance groups"});
+    return ev ? Status{} : Status(ev.error());
+  });
+  if (!created) return created.error();
+  crash_point("create.after_commit");
+  log::info("cluster {} ({}) accepted", row.name, row.id);
+  wake_();
+  return json{{"ClusterArn", row.arn}};
+}
+
+Result<store::ClusterRow> ClusterService::find_cluster(const json& request) {
+  auto name = required_string(request, "ClusterName");
+  if (!name) return name.error();
+  std::string prefix = cluster_arn("");
+  if (name->rfind(prefix, 0) == 0) {
+    auto row = store_.cluster_by_id(name->substr(prefix.size()));
+    if (row && row->status != "Deleted") return *row;
+  } else if (auto row = store_.cluster_by_name(*name)) {
+    return *row;
+  }
+  return make_error(api::kResourceNotFound, "ClusterName: no cluster named " + *name);
+}
+
+Result<json> ClusterService::describe_cluster(const json& request) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  auto spec = spec::parse_cluster_spec(cluster->spec);
+  auto params = spec ? spec::parse_provisioning(cluster->provisioning, *spec)
+                     : Result<spec::ProvisioningParameters>(spec.error());
+  if (!spec || !params) return make_error(api::kInternalFailure, "stored spec no longer parses");
+  auto instances = store_.instances(cluster->id, true);
+  json groups = json::array();
+  for (const auto& g : spec->groups) {
+    int current = 0;
+    for (const auto& i : instances) current += i.group == g.name && i.status == "Running";
+    json entry = {{"InstanceGroupName", g.name},
+                  {"InstanceType", g.instance_type},
+                  {"CurrentCount", current},
+                  {"TargetCount", g.instance_count},
+                  {"LifeCycleConfig",
+                   {{"SourceS3Uri", g.lifecycle.source_uri}, {"OnCreate", g.lifecycle.on_create}}},
+                  {"ThreadsPerCore", g.threads_per_core},
+                  {"Role", spec::role_name(params->role_of(g.name))}};
+    if (auto p = params->partition_of(g.name); !p.empty()) entry["PartitionName"] = p;
+    groups.push_back(entry);
+  }
+  auto layout = spec::make_layout(*spec, *params, cluster->index);
+  json reply = {{"ClusterArn", cluster->arn},
+                {"ClusterId", cluster->id},
+                {"ClusterName", cluster->name},
+                {"ClusterStatus", cluster->status},
+                {"CreationTime", ids::iso_time(cluster->created_at)}};
+  if (!cluster->failure_message.empty()) reply["FailureMessage"] = cluster->failure_message;
+  reply["InstanceGroups"] = groups;
+  reply["NodeRecovery"] = spec->node_recovery;
+  reply["SlurmControllerNode"] = layout.controller_node;
+  reply["SlurmctldPort"] = layout.slurmctld_port;
+  reply["SharedFolder"] = (config_.clusters_dir() / cluster->id / "fsx").string();
+  return reply;
+}
+
+Result<json> ClusterService::list_clusters(const json&) {
+  json summaries = json::array();
+  for (const auto& c : store_.clusters()) {
+    summaries.push_back({{"ClusterArn", c.arn},
+                         {"ClusterId", c.id},
+                         {"ClusterName", c.name},
+                         {"ClusterStatus", c.status},
+                         {"CreationTime", ids::iso_time(c.created_at)}});
+  }
+  return json{{"ClusterSummaries", summaries}};
+}
+
+Result<json> ClusterService::list_cluster_nodes(const json& request) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  auto spec = spec::parse_cluster_spec(cluster->spec);
+  if (!spec) return make_error(api::kInternalFailure, "stored spec no longer parses");
+  std::string contains;
+  if (request.contains("InstanceGroupNameContains")) {
+    if (!request["InstanceGroupNameContains"].is_string()) {
+      return validation("InstanceGroupNameContains: must be a string");
+    }
+    contains = request["InstanceGroupNameContains"].get<std::string>();
+  }
+  json nodes = json::array();
+  for (const auto& r : store_.instances(cluster->id, true)) {
+    if (!contains.empty() && r.group.find(contains) == std::string::npos) continue;
+    nodes.push_back(node_summary(r, *spec));
+  }
+  return json{{"ClusterNodeSummaries", nodes}};
+}
+
+Result<store::InstanceRow> ClusterService::find_node(const store::ClusterRow& cluster,
+                                                     const json& request) {
+  auto id = required_string(request, "NodeId");
+  if (!id) return id.error();
+  for (const auto& r : store_.instances(cluster.id, true)) {
+    if (r.instance_id == *id || r.node_name == *id) return r;
+  }
+  if (auto r = store_.instance(*id); r && r->cluster_id == cluster.id) return *r;
+  return make_error(api::kResourceNotFound,
+                    "NodeId: cluster " + cluster.name + " has no node or instance " + *id);
+}
+
+Result<json> ClusterService::describe_cluster_node(const json& request) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  auto node = find_node(*cluster, request);
+  if (!node) return node.error();
+  auto spec = spec::parse_cluster_spec(cluster->spec);
+  auto params = spec ? spec::parse_provisioning(cluster->provisioning, *spec)
+                     : Result<spec::ProvisioningParameters>(spec.error());
+  if (!spec || !params) return make_error(api::kInternalFailure, "stored spec no longer parses");
+  auto layout = spec::make_layout(*spec, *params, cluster->index);
+  json details = node_summary(*node, *spec);
+  if (const auto* g = spec->find_group(node->group)) {
+    details["LifeCycleConfig"] = {{"SourceS3Uri", g->lifecycle.source_uri},
+                                  {"OnCreate", g->lifecycle.on_create}};
+    details["ThreadsPerCore"] = g->threads_per_core;
+  }
+  json lifecycle = {{"Status", node->lifecycle_status}};
+  if (node->lifecycle_exit >= 0) lifecycle["ExitCode"] = node->lifecycle_exit;
+  lifecycle["LastLines"] = node->lifecycle_tail;
+  lifecycle["LogPath"] = provider_.lifecycle_log(cluster->id, node->instance_id).string();
+  details["LifeCycle"] = lifecycle;
+  if (const auto* slot = layout.find(node->node_name)) {
+    details["PrivatePrimaryIp"] = slot->address;
+    details["PrivateDnsHostname"] = slot->node_name;
+    if (slot->role == spec::NodeRole::kWorker) details["SlurmdPort"] = slot->slurmd_port;
+    details["Role"] = spec::role_name(slot->role);
+  }
+  if (node->terminated_at > 0) details["TerminationTime"] = ids::iso_time(node->terminated_at);
+  double age = heartbeat_age(node->instance_id);
+  if (age >= 0) details["SecondsSinceHeartbeat"] = age;
+  return json{{"NodeDetails", details}};
+}
+
+Result<json> ClusterService::update_cluster(const json& request) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  auto current = spec::parse_cluster_spec(cluster->spec);
+  if (!current) return make_error(api::kInternalFailure, "stored spec no longer parses");
+  auto updated = spec::apply_cluster_update(*current, request);
+  if (!updated) return updated.error();
+  // The roles must still hold (the controller group keeps exactly one instance).
+  auto params = spec::parse_provisioning(cluster->provisioning, *updated);
+  if (!params) return params.error();
+  Status changed = store_.mutate_cluster(cluster->id, [&](store::ClusterRow& row) -> Status {
+    if (row.status != "InService" && row.status != "Updating") {
+      return make_error(api::kConflictException, "ClusterName: cluster " + row.name + " is " +
+                                                     row.status +
+                                                     "; it can be updated when InService");
+    }
+    row.spec = updated->to_json();
+    row.status = "Updating";
+    row.updated_at = ids::now_seconds();
+    std::string counts;
+    for (const auto& g : updated->groups) {
+      counts += (counts.empty() ? "" : ", ") + g.name + "=" + std::to_string(g.instance_count);
+    }
+    auto ev = store_.append_event(
+        {0, row.id, 0, "Cluster", "", "", "", "ClusterUpdating", "UpdateCluster: " + counts});
+    return ev ? Status{} : Status(ev.error());
+  });
+  if (!changed) return changed.error();
+  wake_();
+  return json{{"ClusterArn", cluster->arn}};
+}
+
+Result<json> ClusterService::delete_cluster(const json& request) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  Status changed = store_.mutate_cluster(cluster->id, [&](store::ClusterRow& row) -> Status {
+    if (row.status == "Deleting") return {};
+    row.status = "Deleting";
+    auto ev = store_.append_event(
+        {0, row.id, 0, "Cluster", "", "", "", "ClusterDeleting", "DeleteCluster accepted"});
+    return ev ? Status{} : Status(ev.error());
+  });
+  if (!changed) return changed.error();
+  wake_();
+  return json{{"ClusterArn", cluster->arn}};
+}
+
+Result<json> ClusterService::list_cluster_events(const json& request) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  long long after = 0;
+  int limit = 1000;
+  std::string node;
+  if (request.contains("AfterEventId")) {
+    if (!request["AfterEventId"].is_number_integer()) return validation("AfterEventId: must be an integer");
+    after = request["AfterEventId"].get<long long>();
+  }
+  if (request.contains("MaxResults")) {
+    if (!request["MaxResults"].is_number_integer() || request["MaxResults"].get<int>() < 1 ||
+        request["MaxResults"].get<int>() > 10000) {
+      return validation("MaxResults: must be an integer from 1 to 10000");
+    }
+    limit = request["MaxResults"].get<int>();
+  }
+  if (request.contains("NodeName")) {
+    if (!request["NodeName"].is_string()) return validation("NodeName: must be a string");
+    node = request["NodeName"].get<std::string>();
+  }
+  json events = json::array();
+  for (const auto& e : store_.events(cluster->id, after, limit, node)) {
+    json entry = {{"EventId", e.id},
+                  {"ClusterName", cluster->name},
+                  {"ClusterArn", cluster->arn},
+                  {"ResourceType", e.resource_type}};
+    if (!e.group.empty()) entry["InstanceGroupName"] = e.group;
+    if (!e.instance_id.empty()) entry["InstanceId"] = e.instance_id;
+    if (!e.node_name.empty()) entry["NodeName"] = e.node_name;
+    entry["EventTime"] = ids::iso_time(e.time);
+    entry["EventType"] = e.type;
+    entry["Description"] = e.description;
+    events.push_back(entry);
+  }
+  return json{{"Events", events}};
+}
+
+Result<json> ClusterService::get_cluster_node_log(const json& request) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  auto node = find_node(*cluster, request);
+  if (!node) return node.error();
+  auto path = provider_.lifecycle_log(cluster->id, node->instance_id);
+  auto text = fs::read_file(path);
+  return json{{"NodeName", node->node_name},
+              {"InstanceId", node->instance_id},
+              {"LogPath", path.string()},
+              {"Log", text ? *text : ""}};
+}
+
+Result<json> ClusterService::get_node_exec_target(const json& request) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  auto node = find_node(*cluster, request);
+  if (!node) return node.error();
+  int pid = provider_.pid(cluster->id, node->instance_id);
+  if (pid <= 0) {
+    return make_error(api::kConflictException, "NodeId: node " + node->node_name + " (" +
+                                                   node->instance_id + ") is not running");
+  }
+  return json{{"NodeName", node->node_name}, {"InstanceId", node->instance_id}, {"Pid", pid}};
+}
+
+Result<json> ClusterService::handle_agent(const std::string& action, const std::string& instance_id,
+                                          const std::string& token, const json& request) {
+  auto row = store_.instance(instance_id);
+  // One answer for "no such instance" and "wrong token": a node learns nothing of others.
+  if (!row || row->agent_token != token || row->terminated_at > 0) {
+    return make_error(api::kUnauthorized, "not a valid join token for " + instance_id);
+  }
+  if (request.value("InstanceId", instance_id) != instance_id) {
+    return make_error(api::kUnauthorized, "a node may report only for itself");
+  }
+  {
+    std::lock_guard lock(heartbeat_mu_);
+    heartbeats_[instance_id] = ids::now_seconds();
+  }
+  if (action == api::kAgentHeartbeat) return json::object();
+  if (action != api::kAgentReportLifecycle) {
+    return make_error("UnknownOperation", "no agent action named " + action);
+  }
+  std::string status = request.value("Status", "");
+  if (status != "InProgress" && status != "Succeeded" && status != "Failed") {
+    return validation("Status: must be one of InProgress, Succeeded, Failed");
+  }
+  bool changed = false;
+  Status s = store_.mutate_instance(instance_id, [&](store::InstanceRow& r) -> Status {
+    if (r.lifecycle_status == "Succeeded" || r.lifecycle_status == "Failed") return {};
+    changed = r.lifecycle_status != status;
+    r.lifecycle_status = status;
+    r.lifecycle_exit = request.value("ExitCode", -1);
+    r.lifecycle_tail = request.value("LastLines", "");
+    if (!changed || status == "InProgress") return {};
+    auto ev = store_.append_event(
+        {0, r.cluster_id, 0, "Instance", r.group, r.instance_id, r.node_name,
+         status == "Succeeded" ? "LifecycleSucceeded" : "LifecycleFailed",
+         "OnCreate " + std::string(status == "Succeeded" ? "succeeded" : "failed") +
+             " with exit code " + std::to_string(r.lifecycle_exit)});
+    return ev ? Status{} : Status(ev.error());
+  });
+  if (!s) return s.error();
+  if (changed) wake_();
+  return json::object();
+}
+
+double ClusterService::heartbeat_age(const std::string& instance_id) {
+  std::lock_guard lock(heartbeat_mu_);
+  auto it = heartbeats_.find(instance_id);
+  if (it == heartbeats_.end()) return -1;
+  return ids::now_seconds() - it->second;
+}
+
+}  // namespace endure::controller

@@ -1,0 +1,64 @@
+// The API's actions: each validates its request, changes the store in one transaction (or
+// not at all) and wakes the reconciler, which does the slow work.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "common/json.h"
+#include "common/result.h"
+#include "controller/config.h"
+#include "provider/node_provider.h"
+#include "store/store.h"
+
+namespace endure::controller {
+
+class ClusterService {
+ public:
+  ClusterService(store::Store& store, provider::NodeProvider& provider, const Config& config,
+                 std::function<void()> wake_reconciler);
+
+  // An operator action by its API name (api::kCreateCluster, ...).
+  Result<json> handle(const std::string& action, const json& request);
+
+  // An agent action; the token must be the join token of instance_id.
+  Result<json> handle_agent(const std::string& action, const std::string& instance_id,
+                            const std::string& token, const json& request);
+
+  // Seconds since the instance's last heartbeat, negative when none was seen.
+  double heartbeat_age(const std::string& instance_id);
+
+ private:
+  Result<json> create_cluster(const json& request);
+  Result<json> describe_cluster(const json& request);
+  Result<json> list_clusters(const json& request);
+  Result<json> list_cluster_nodes(const json& request);
+  Result<json> describe_cluster_node(const json& request);
+  Result<json> update_cluster(const json& request);
+  Result<json> delete_cluster(const json& request);
+  Result<json> list_cluster_events(const json& request);
+  Result<json> get_cluster_node_log(const json& request);
+  Result<json> get_node_exec_target(const json& request);
+
+  // The cluster a request's ClusterName (a name or an ARN) refers to.
+  Result<store::ClusterRow> find_cluster(const json& request);
+  // The live instance a request's NodeId (an InstanceId or a node name) refers to; an
+  // InstanceId of a terminated instance is found too.
+  Result<store::InstanceRow> find_node(const store::ClusterRow& cluster, const json& request);
+  // Lifecycle sources are checked and provisioning parameters read before anything changes.
+  Result<json> load_provisioning(const json& spec_json);
+
+  store::Store& store_;
+  provider::NodeProvider& provider_;
+  const Config& config_;
+  std::function<void()> wake_;
+  std::mutex heartbeat_mu_;
+  std::map<std::string, double> heartbeats_;  // in memory: liveness, not history
+};
+
+// The ARN of a cluster id.
+std::string cluster_arn(const std::string& cluster_id);
+
+}  // namespace endure::controller

@@ -1,0 +1,37 @@
+#include "controller/config.h"
+
+#include "api/wire.h"
+
+namespace endure::controller {
+
+Status Config::apply_json(const json& j) {
+  if (!j.is_object()) return make_error(api::kValidationException, "config.json: must be an object");
+  for (const auto& [key, value] : j.items()) {
+    auto bad = [&](const char* rule) {
+      return Status(make_error(api::kValidationException, "config.json:" + key + ": " + rule));
+    };
+    if (key == "Port") {
+      if (!value.is_number_integer() || value.get<int>() < 1 || value.get<int>() > 65535) {
+        return bad("must be an integer from 1 to 65535");
+      }
+      port = value.get<int>();
+    } else if (key == "ReconcileSeconds" || key == "HeartbeatSeconds") {
+      if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > 60) {
+        return bad("must be a number of seconds above 0 and at most 60");
+      }
+      (key == "ReconcileSeconds" ? reconcile_seconds : heartbeat_seconds) = value.get<double>();
+    } else if (key == "LifecycleTimeoutSeconds" || key == "SlurmRegisterTimeoutSeconds") {
+      if (!value.is_number_integer() || value.get<int>() < 1) {
+        return bad("must be a positive integer");
+      }
+      (key == "LifecycleTimeoutSeconds" ? lifecycle_timeout_seconds
+                                        : slurm_register_timeout_seconds) = value.get<int>();
+    } else {
+      return bad("is not a known setting (Port, ReconcileSeconds, HeartbeatSeconds, "
+                 "LifecycleTimeoutSeconds, SlurmRegisterTimeoutSeconds)");
+    }
+  }
+  return {};
+}
+
+}  // namespace endure::controller

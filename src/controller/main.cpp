@@ -1,0 +1,117 @@
+// endured: the controller. Runs in the foreground (a daemon manager may supervise it);
+// state, token and endpoint live under $ENDURE_HOME (default ~/.endure).
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "common/fs.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "controller/api_server.h"
+#include "controller/cluster_service.h"
+#include "controller/config.h"
+#include "controller/reconciler.h"
+#include "provider/local/local_provider.h"
+#include "store/store.h"
+
+using namespace endure;
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+std::filesystem::path default_home() {
+  if (const char* h = getenv("ENDURE_HOME"); h && *h) return h;
+  const char* home = getenv("HOME");
+  return std::filesystem::path(home && *home ? home : "/root") / ".endure";
+}
+
+// The operator token: made once, mode 0600, kept across restarts.
+Result<std::string> load_or_create_token(const std::filesystem::path& path) {
+  if (auto text = fs::read_file(path); text) {
+    std::string t = *text;
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+    if (!t.empty()) return t;
+  }
+  std::string token = ids::new_token();
+  if (auto s = fs::atomic_write_file(path, token + "\n", 0600); !s) return s.error();
+  return token;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"endured: the endure cluster controller"};
+  std::string home;
+  int port = 0;
+  app.add_option("--home", home, "state folder (default $ENDURE_HOME or ~/.endure)");
+  app.add_option("--port", port, "HTTP port on 127.0.0.1 (default 7117, or config.json Port)")
+      ->check(CLI::Range(1, 65535));
+  CLI11_PARSE(app, argc, argv);
+  spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [endured] [%l] %v");
+
+  controller::Config config;
+  config.home = home.empty() ? default_home() : std::filesystem::path(home);
+  if (auto s = fs::make_dirs(config.home, 0700); !s) {
+    log::error("{}", s.error().message);
+    return 1;
+  }
+  config.home = std::filesystem::canonical(config.home);
+  if (auto text = fs::read_file(config.home / "config.json"); text) {
+    auto j = json::parse(*text, nullptr, false);
+    if (auto s = config.apply_json(j); !s) {
+      log::error("{}", s.error().message);
+      return 2;
+    }
+  }
+  if (port) config.port = port;
+  config.bin_dir = std::filesystem::canonical("/proc/self/exe").parent_path();
+  auto agent_path = config.bin_dir / "endure-agent";
+  if (!std::filesystem::exists(agent_path)) {
+    log::error("{} not found: endure-agent must sit beside endured", agent_path.string());
+    return 1;
+  }
+  if (geteuid() != 0) {
+    log::error("endured needs root: local instances are Linux namespaces");
+    return 1;
+  }
+
+  auto token = load_or_create_token(config.token_path());
+  if (!token) {
+    log::error("{}", token.error().message);
+    return 1;
+  }
+  auto store = store::Store::open(config.db_path().string());
+  if (!store) {
+    log::error("{}", store.error().message);
+    return 1;
+  }
+  fs::make_dirs(config.clusters_dir(), 0700);
+  fs::make_dirs(config.secrets_dir(), 0700);
+  provider::LocalProvider provider(config.clusters_dir(), agent_path);
+  controller::Reconciler reconciler(**store, provider, config);
+  controller::ClusterService service(**store, provider, config, [&] { reconciler.wake(); });
+  controller::ApiServer server(service, *token);
+
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGTERM, on_signal);
+  signal(SIGINT, on_signal);
+  if (auto s = server.start(config.port); !s) {
+    log::error("{}", s.error().message);
+    return 1;
+  }
+  // Written after the port is bound, so a reader that finds it can connect.
+  fs::atomic_write_file(config.endpoint_path(), config.endpoint() + "\n", 0644);
+  log::info("serving {} with state in {}", config.endpoint(), config.home.string());
+  reconciler.start();
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  log::info("stopping; instances keep running and are adopted at the next start");
+  server.stop();
+  reconciler.stop();
+  return 0;
+}

@@ -1,0 +1,544 @@
+#include "controller/reconciler.h"
+
+#include <sys/random.h>
+
+#include <map>
+#include <set>
+
+#include "agent/agent_config.h"
+#include "common/crash_point.h"
+#include "common/fs.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "slurm/slurm_client.h"
+#include "slurm/slurm_conf.h"
+#include "spec/cluster_spec.h"
+#include "spec/provisioning.h"
+
+namespace endure::controller {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool is_live(const store::InstanceRow& r) { return r.terminated_at == 0; }
+
+const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& rows,
+                                       const std::string& node_name) {
+  for (const auto& r : rows) {
+    if (is_live(r) && r.node_name == node_name) return &r;
+  }
+  return nullptr;
+}
+
+// The resource config every lifecycle script gets, in the spirit of the cloud service's
+// resource_config.json: the cluster, its groups, and every instance's name, address and role.
+json resource_config(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+                     const std::vector<store::InstanceRow>& rows) {
+  std::map<std::string, json> groups;
+  std::vector<std::string> order;
+  for (const auto& n : layout.nodes) {
+    if (!groups.count(n.group)) {
+      order.push_back(n.group);
+      groups[n.group] = {{"Name", n.group},
+                         {"InstanceType", n.type.name},
+                         {"Role", spec::role_name(n.role)},
+                         {"PartitionName", n.partition},
+                         {"Instances", json::array()}};
+    }
+    json inst = {{"InstanceName", n.node_name},
+                 {"CustomerIpAddress", n.address},
+                 {"SlurmdPort", n.slurmd_port}};
+    if (const auto* r = live_in_slot(rows, n.node_name)) inst["InstanceId"] = r->instance_id;
+    groups[n.group]["Instances"].push_back(inst);
+  }
+  json group_list = json::array();
+  for (const auto& g : order) group_list.push_back(groups[g]);
+  return {{"ClusterConfig", {{"ClusterArn", cluster.arn}, {"ClusterName", cluster.name}}},
+          {"InstanceGroups", group_list},
+          {"Slurm",
+           {{"ControllerNode", layout.controller_node},
+            {"ControllerAddress", layout.controller_address},
+            {"SlurmctldPort", layout.slurmctld_port}}}};
+}
+
+struct Parsed {
+  spec::ClusterSpec spec;
+  spec::ProvisioningParameters params;
+};
+
+std::optional<Parsed> parse(const store::ClusterRow& cluster) {
+  auto s = spec::parse_cluster_spec(cluster.spec);
+  if (!s) return std::nullopt;
+  auto p = spec::parse_provisioning(cluster.provisioning, *s);
+  if (!p) return std::nullopt;
+  return Parsed{*s, *p};
+}
+
+}  // namespace
+
+Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config)
+    : store_(store), provider_(provider), config_(config) {}
+
+Reconciler::~Reconciler() { stop(); }
+
+void Reconciler::start() {
+  thread_ = std::thread([this] {
+    while (!stopping_) {
+      reconcile_all();
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(static_cast<int>(config_.reconcile_seconds * 1000)),
+                   [this] { return woken_ || stopping_; });
+      woken_ = false;
+    }
+  });
+}
+
+void Reconciler::stop() {
+  stopping_ = true;
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Reconciler::wake() {
+  std::lock_guard lock(mu_);
+  woken_ = true;
+  cv_.notify_all();
+}
+
+void Reconciler::reconcile_all() {
+  for (const auto& cluster : store_.clusters()) {
+    if (stopping_) return;
+    try {
+      reconcile_cluster(cluster);
+    } catch (const std::exception& e) {
+      log::error("reconcile {}: {}", cluster.name, e.what());
+    }
+  }
+}
+
+void Reconciler::event(const store::ClusterRow& cluster, const std::string& type,
+                       const std::string& description) {
+  store_.append_event({0, cluster.id, 0, "Cluster", "", "", "", type, description});
+  log::info("{}: {}: {}", cluster.name, type, description);
+}
+
+void Reconciler::instance_event(const store::InstanceRow& r, const std::string& type,
+                                const std::string& description) {
+  store_.append_event(
+      {0, r.cluster_id, 0, "Instance", r.group, r.instance_id, r.node_name, type, description});
+  log::info("{} {}: {}: {}", r.node_name, r.instance_id, type, description);
+}
+
+void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
+  if (cluster.status == "Deleting") return delete_cluster(cluster);
+  if (cluster.status == "Failed") return;
+  auto parsed = parse(cluster);
+  if (!parsed) {
+    fail_cluster(cluster, "the stored spec no longer parses");
+    return;
+  }
+  auto layout = spec::make_layout(parsed->spec, parsed->params, cluster.index);
+  if (auto s = provider_.prepare_cluster(cluster.id); !s) {
+    log::error("{}: {}", cluster.name, s.error().message);
+    return;
+  }
+  if (auto s = ensure_munge_key(cluster.id); !s) {
+    log::error("{}: {}", cluster.name, s.error().message);
+    return;
+  }
+  remove_extra_instances(cluster, layout);
+  if (!fill_slots(cluster, layout)) return;
+  launch_pending(cluster, layout);
+  push_slurm_conf(cluster, layout);
+  advance_pending(cluster, layout);
+  update_cluster_status(cluster, layout);
+}
+
+Status Reconciler::ensure_munge_key(const std::string& cluster_id) {
+  auto path = config_.secrets_dir() / cluster_id / "munge.key";
+  if (std::filesystem::exists(path)) return {};
+  if (auto s = fs::make_dirs(path.parent_path(), 0700); !s) return s;
+  std::string key(1024, '\0');
+  if (getrandom(key.data(), key.size(), 0) != static_cast<ssize_t>(key.size())) {
+    return make_error("IOError", "getrandom for the munge key failed");
+  }
+  return fs::atomic_write_file(path, key, 0600);
+}
+
+void Reconciler::retire_instance(const store::InstanceRow& row, const std::string& status,
+                                 const std::string& message, bool keep_files) {
+  Status s = keep_files ? provider_.terminate(row.cluster_id, row.instance_id)
+                        : provider_.destroy(row.cluster_id, row.instance_id);
+  if (!s) {
+    log::error("{}: {}", row.instance_id, s.error().message);
+    return;  // try again next pass; the row stays live so nothing is orphaned
+  }
+  store_.mutate_instance(row.instance_id, [&](store::InstanceRow& r) -> Status {
+    r.status = status;
+    r.message = message;
+    r.pid = 0;
+    r.terminated_at = ids::now_seconds();
+    return {};
+  });
+  instance_event(row, status == "Failure" ? "InstanceFailed" : "InstanceTerminated", message);
+}
+
+void Reconciler::remove_extra_instances(const store::ClusterRow& cluster,
+                                        const spec::ClusterLayout& layout) {
+  auto rows = store_.instances(cluster.id, false);
+  for (const auto& r : rows) {
+    if (!is_live(r) || layout.find(r.node_name)) continue;
+    if (r.status != "ShuttingDown") {
+      store_.mutate_instance(r.instance_id, [](store::InstanceRow& x) -> Status {
+        x.status = "ShuttingDown";
+        x.message = "";
+        return {};
+      });
+      instance_event(r, "InstanceShuttingDown", "slot left the spec (scale down)");
+    }
+    retire_instance(r, "Terminated", "terminated by scale down", false);
+  }
+  // Orphans: files of instances that the store does not hold as live. A running one is
+  // killed; the files of a retired instance go unless it failed (its log is kept).
+  std::map<std::string, const store::InstanceRow*> by_id;
+  for (const auto& r : rows) by_id[r.instance_id] = &r;
+  for (const auto& id : provider_.instance_ids(cluster.id)) {
+    auto it = by_id.find(id);
+    if (it != by_id.end() && is_live(*it->second)) continue;
+    bool failed = it != by_id.end() && it->second->status == "Failure";
+    if (provider_.running(cluster.id, id)) log::warn("{}: terminating orphan instance {}", cluster.name, id);
+    if (failed) provider_.terminate(cluster.id, id);
+    else provider_.destroy(cluster.id, id);
+  }
+}
+
+bool Reconciler::fill_slots(const store::ClusterRow& cluster, const spec::ClusterLayout& layout) {
+  auto rows = store_.instances(cluster.id, false);
+  for (const auto& slot : layout.nodes) {
+    if (live_in_slot(rows, slot.node_name)) continue;
+    // One retry per slot and operation: the second failure fails the cluster.
+    const store::InstanceRow* last_failure = nullptr;
+    int failures = 0;
+    for (const auto& r : rows) {
+      if (r.node_name == slot.node_name && r.status == "Failure" &&
+          r.launch_time >= cluster.updated_at) {
+        ++failures;
+        last_failure = &r;
+      }
+    }
+    if (failures >= 2) {
+      std::string message = slot.node_name + ": " + last_failure->message;
+      if (!last_failure->lifecycle_tail.empty()) {
+        message += "; last lines: " + last_failure->lifecycle_tail;
+      }
+      fail_cluster(cluster, message);
+      return false;
+    }
+    store::InstanceRow row;
+    row.instance_id = ids::new_instance_id();
+    row.cluster_id = cluster.id;
+    row.group = slot.group;
+    row.slot = slot.slot;
+    row.node_name = slot.node_name;
+    row.status = "Pending";
+    row.launch_time = ids::now_seconds();
+    row.agent_token = ids::new_token();
+    row.lifecycle_status = "NotStarted";
+    Status s = store_.transaction([&]() -> Status {
+      if (auto st = store_.insert_instance(row); !st) return st;
+      auto ev = store_.append_event(
+          {0, cluster.id, 0, "Instance", row.group, row.instance_id, row.node_name,
+           "InstanceLaunching",
+           failures ? "retrying on a new instance after a failure" : "new instance"});
+      return ev ? Status{} : Status(ev.error());
+    });
+    if (!s) log::error("{}: {}", cluster.name, s.error().message);
+    crash_point("fill.after_insert");
+  }
+  return true;
+}
+
+void Reconciler::launch_pending(const store::ClusterRow& cluster,
+                                const spec::ClusterLayout& layout) {
+  auto rows = store_.instances(cluster.id, true);
+  std::string conf = slurm::render_slurm_conf(layout);
+  std::string hosts = slurm::render_hosts(layout);
+  auto key = fs::read_file(config_.secrets_dir() / cluster.id / "munge.key");
+  auto parsed = parse(cluster);
+  for (const auto& r : rows) {
+    if (r.status != "Pending") continue;
+    if (provider_.running(cluster.id, r.instance_id)) {
+      if (r.pid == 0) {  // launched by a controller that died before recording it
+        int pid = provider_.pid(cluster.id, r.instance_id);
+        store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
+          x.pid = pid;
+          return {};
+        });
+        instance_event(r, "InstanceAdopted", "found running after a controller restart");
+      }
+      continue;
+    }
+    if (r.pid != 0) {
+      std::string why = provider_.boot_diagnostics(cluster.id, r.instance_id);
+      retire_instance(r, "Failure",
+                      "instance stopped during creation" + (why.empty() ? "" : ": " + why), true);
+      continue;
+    }
+    const auto* slot = layout.find(r.node_name);
+    const auto* group = parsed ? parsed->spec.find_group(r.group) : nullptr;
+    if (!slot || !group || !key) continue;
+    auto source = provider_.resolve_lifecycle_source("LifeCycleConfig", group->lifecycle.source_uri,
+                                                     group->lifecycle.on_create);
+    if (!source) {
+      retire_instance(r, "Failure", source.error().message, true);
+      continue;
+    }
+    agent::AgentConfig agent_config;
+    agent_config.endpoint = config_.endpoint();
+    agent_config.instance_id = r.instance_id;
+    agent_config.token = r.agent_token;
+    agent_config.node_name = r.node_name;
+    agent_config.group = r.group;
+    agent_config.role = spec::role_name(slot->role);
+    agent_config.partition = slot->partition;
+    agent_config.controller_node = layout.controller_node;
+    agent_config.on_create = group->lifecycle.on_create;
+    agent_config.lifecycle_timeout_seconds = config_.lifecycle_timeout_seconds;
+    agent_config.heartbeat_seconds = config_.heartbeat_seconds;
+
+    provider::LaunchRequest request;
+    request.cluster_id = cluster.id;
+    request.instance_id = r.instance_id;
+    request.node_name = r.node_name;
+    request.lifecycle_source = *source;
+    request.files = {
+        {"/etc/slurm/slurm.conf", conf},
+        {"/etc/slurm/plugstack.conf", "include /etc/slurm/plugstack.conf.d/*.conf\n"},
+        {"/etc/hosts", hosts},
+        {agent::kResourceConfigPath, resource_config(cluster, layout, rows).dump(2)},
+        {agent::kProvisioningPath, cluster.provisioning.dump(2)},
+    };
+    request.secret_files = {{agent::kAgentConfigPath, agent_config.to_json().dump(2)},
+                            {agent::kMungeKeyPath, *key}};
+    // A fresh boot: nothing of an earlier, unrecorded attempt may survive.
+    provider_.destroy(cluster.id, r.instance_id);
+    crash_point("launch.before");
+    auto pid = provider_.launch(request);
+    crash_point("launch.before_record");
+    if (!pid) {
+      retire_instance(r, "Failure", "launch failed: " + pid.error().message, true);
+      continue;
+    }
+    store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
+      x.pid = *pid;
+      return {};
+    });
+    instance_event(r, "InstanceLaunched", "host pid " + std::to_string(*pid));
+  }
+  // A node that stopped while Running: recorded here; recovery acts on it.
+  for (const auto& r : rows) {
+    if (r.status == "Running" && !provider_.running(cluster.id, r.instance_id)) {
+      store_.mutate_instance(r.instance_id, [](store::InstanceRow& x) -> Status {
+        x.status = "Failure";
+        x.message = "instance stopped unexpectedly";
+        return {};
+      });
+      instance_event(r, "InstanceStopped", "every process of the instance is gone");
+    }
+  }
+}
+
+void Reconciler::push_slurm_conf(const store::ClusterRow& cluster,
+                                 const spec::ClusterLayout& layout) {
+  std::string conf = slurm::render_slurm_conf(layout);
+  std::string hosts = slurm::render_hosts(layout);
+  std::string hash = slurm::content_hash(conf + hosts);
+  if (hash == cluster.applied_conf_hash) return;
+  auto rows = store_.instances(cluster.id, true);
+  const store::InstanceRow* controller = nullptr;
+  for (const auto& r : rows) {
+    if (!provider_.running(cluster.id, r.instance_id)) continue;
+    provider_.write_file(cluster.id, r.instance_id, "/etc/slurm/slurm.conf", conf);
+    provider_.write_file(cluster.id, r.instance_id, "/etc/hosts", hosts);
+    if (r.node_name == layout.controller_node && r.status == "Running") controller = &r;
+  }
+  if (!controller) return;  // the controller's lifecycle starts slurmctld on this conf
+  slurm::SlurmClient client([&](const std::vector<std::string>& argv, std::chrono::milliseconds t) {
+    return provider_.exec(cluster.id, controller->instance_id, argv, t);
+  });
+  auto known = client.nodes();
+  if (!known) {
+    log::warn("{}: {}", cluster.name, known.error().message);
+    return;
+  }
+  std::set<std::string> known_names, wanted_names;
+  for (const auto& n : *known) known_names.insert(n.name);
+  for (const auto& n : layout.nodes) {
+    if (n.role == spec::NodeRole::kWorker) wanted_names.insert(n.node_name);
+  }
+  bool restart = known_names != wanted_names;
+  Status s = restart ? client.restart_controller() : client.reconfigure();
+  if (!s) {
+    log::warn("{}: {}", cluster.name, s.error().message);
+    return;
+  }
+  store_.mutate_cluster(cluster.id, [&](store::ClusterRow& c) -> Status {
+    c.applied_conf_hash = hash;
+    return {};
+  });
+  event(cluster, "SlurmConfigApplied",
+        std::string(restart ? "slurmctld restarted on" : "reconfigured to") + " a slurm.conf of " +
+            std::to_string(wanted_names.size()) + " nodes");
+}
+
+void Reconciler::advance_pending(const store::ClusterRow& cluster,
+                                 const spec::ClusterLayout& layout) {
+  auto rows = store_.instances(cluster.id, true);
+  const store::InstanceRow* controller = nullptr;
+  bool any_waiting_worker = false;
+  for (const auto& r : rows) {
+    if (r.node_name == layout.controller_node && r.status == "Running") controller = &r;
+    const auto* slot = layout.find(r.node_name);
+    if (r.status == "Pending" && r.lifecycle_status == "Succeeded" && slot &&
+        slot->role == spec::NodeRole::kWorker) {
+      any_waiting_worker = true;
+    }
+  }
+  std::map<std::string, slurm::NodeState> slurm_nodes;
+  std::optional<slurm::SlurmClient> client;
+  const store::InstanceRow* controller_candidate = nullptr;
+  for (const auto& r : rows) {
+    if (r.node_name == layout.controller_node) controller_candidate = &r;
+  }
+  if (controller_candidate && provider_.running(cluster.id, controller_candidate->instance_id)) {
+    std::string id = controller_candidate->instance_id;
+    client.emplace([this, id, cid = cluster.id](const std::vector<std::string>& argv,
+                                                std::chrono::milliseconds t) {
+      return provider_.exec(cid, id, argv, t);
+    });
+  }
+  if (controller && any_waiting_worker && client) {
+    if (auto nodes = client->nodes(); nodes) {
+      for (auto& n : *nodes) slurm_nodes[n.name] = n;
+    }
+  }
+  double now = ids::now_seconds();
+  for (const auto& r : rows) {
+    if (r.status != "Pending") continue;
+    const auto* slot = layout.find(r.node_name);
+    if (!slot) continue;
+    if (r.lifecycle_status == "Failed") {
+      std::string message = "OnCreate " + slot->group + " script failed with exit code " +
+                            std::to_string(r.lifecycle_exit);
+      retire_instance(r, "Failure", message, true);
+      continue;
+    }
+    if (r.lifecycle_status != "Succeeded") {
+      double limit = config_.lifecycle_timeout_seconds + 60.0;
+      if (r.pid != 0 && now - r.launch_time > limit) {
+        retire_instance(r, "Failure", "no lifecycle outcome within " +
+                                          std::to_string(static_cast<int>(limit)) + " s", true);
+      }
+      continue;
+    }
+    bool ready = false;
+    std::string waiting_for;
+    switch (slot->role) {
+      case spec::NodeRole::kController:
+        ready = client && client->controller_up();
+        waiting_for = "slurmctld to answer";
+        break;
+      case spec::NodeRole::kWorker: {
+        auto it = slurm_nodes.find(r.node_name);
+        ready = controller && it != slurm_nodes.end() && it->second.in_service();
+        waiting_for = "its slurmd to register with slurmctld";
+        break;
+      }
+      case spec::NodeRole::kLogin:
+        ready = true;
+        break;
+    }
+    if (ready) {
+      crash_point("running.before_record");
+      store_.mutate_instance(r.instance_id, [](store::InstanceRow& x) -> Status {
+        x.status = "Running";
+        x.message = "";
+        return {};
+      });
+      instance_event(r, "InstanceRunning",
+                     "in service " + fmt::format("{:.1f}", now - r.launch_time) + " s after launch");
+    } else if (now - r.launch_time >
+               config_.lifecycle_timeout_seconds + config_.slurm_register_timeout_seconds) {
+      retire_instance(r, "Failure", "lifecycle succeeded but timed out waiting for " + waiting_for,
+                      true);
+    } else if (r.message != "waiting for " + waiting_for) {
+      store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
+        x.message = "waiting for " + waiting_for;
+        return {};
+      });
+    }
+  }
+}
+
+void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
+                                       const spec::ClusterLayout& layout) {
+  if (cluster.status != "Creating" && cluster.status != "Updating") return;
+  auto rows = store_.instances(cluster.id, true);
+  if (rows.size() != layout.nodes.size()) return;
+  for (const auto& r : rows) {
+    if (r.status != "Running") return;
+  }
+  auto fresh = store_.cluster_by_id(cluster.id);
+  if (!fresh || fresh->applied_conf_hash !=
+                    slurm::content_hash(slurm::render_slurm_conf(layout) +
+                                        slurm::render_hosts(layout))) {
+    return;  // Slurm must run the current node set first
+  }
+  crash_point("inservice.before_record");
+  std::string was = cluster.status;
+  store_.mutate_cluster(cluster.id, [](store::ClusterRow& c) -> Status {
+    c.status = "InService";
+    return {};
+  });
+  double took = ids::now_seconds() - cluster.updated_at;
+  event(cluster, "ClusterInService",
+        fmt::format("{} instances Running; {} took {:.1f} s", rows.size(),
+                    was == "Creating" ? "CreateCluster" : "UpdateCluster", took));
+}
+
+void Reconciler::fail_cluster(const store::ClusterRow& cluster, const std::string& message) {
+  for (const auto& r : store_.instances(cluster.id, true)) {
+    if (r.status == "Pending") retire_instance(r, "Failure", "cluster failed", true);
+  }
+  store_.mutate_cluster(cluster.id, [&](store::ClusterRow& c) -> Status {
+    c.status = "Failed";
+    c.failure_message = message;
+    return {};
+  });
+  event(cluster, "ClusterFailed", message);
+}
+
+void Reconciler::delete_cluster(const store::ClusterRow& cluster) {
+  for (const auto& r : store_.instances(cluster.id, true)) {
+    if (r.status != "ShuttingDown") {
+      store_.mutate_instance(r.instance_id, [](store::InstanceRow& x) -> Status {
+        x.status = "ShuttingDown";
+        return {};
+      });
+    }
+    retire_instance(r, "Terminated", "cluster deleted", false);
+  }
+  for (const auto& id : provider_.instance_ids(cluster.id)) provider_.destroy(cluster.id, id);
+  if (auto s = provider_.remove_cluster(cluster.id); !s) {
+    log::warn("{}: {}", cluster.name, s.error().message);
+    return;
+  }
+  fs::remove_tree(config_.secrets_dir() / cluster.id);
+  store_.mutate_cluster(cluster.id, [](store::ClusterRow& c) -> Status {
+    c.status = "Deleted";
+    return {};
+  });
+  event(cluster, "ClusterDeleted", "every instance terminated and its files removed");
+}
+
+}  // namespace endure::controller

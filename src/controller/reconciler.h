@@ -1,0 +1,62 @@
+// The reconcile loop: drives every cluster's instances toward its spec, one step at a
+// time and idempotently, so a controller killed at any point picks up where it stopped.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "controller/config.h"
+#include "provider/node_provider.h"
+#include "spec/layout.h"
+#include "store/store.h"
+
+namespace endure::controller {
+
+class Reconciler {
+ public:
+  Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config);
+  ~Reconciler();
+
+  void start();
+  void stop();
+  // Runs a pass soon (after an API call changed something).
+  void wake();
+  // One pass over every cluster (what the loop runs).
+  void reconcile_all();
+
+ private:
+  void reconcile_cluster(const store::ClusterRow& cluster);
+  void delete_cluster(const store::ClusterRow& cluster);
+  // Terminates and forgets instances whose slot left the spec, and any running instance
+  // the store does not know as live (an orphan of a crash).
+  void remove_extra_instances(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
+  // Gives every slot of the layout a live instance row; false when the cluster failed.
+  bool fill_slots(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
+  void launch_pending(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
+  void push_slurm_conf(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
+  void advance_pending(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
+  void update_cluster_status(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
+
+  Status ensure_munge_key(const std::string& cluster_id);
+  // Marks an instance terminated (its files stay when keep_files) with an event.
+  void retire_instance(const store::InstanceRow& row, const std::string& status,
+                       const std::string& message, bool keep_files);
+  void event(const store::ClusterRow& cluster, const std::string& type,
+             const std::string& description);
+  void instance_event(const store::InstanceRow& row, const std::string& type,
+                      const std::string& description);
+  void fail_cluster(const store::ClusterRow& cluster, const std::string& message);
+
+  store::Store& store_;
+  provider::NodeProvider& provider_;
+  const Config& config_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool woken_ = false;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace endure::controller

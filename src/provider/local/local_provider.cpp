@@ -1,0 +1,358 @@
+#include "provider/local/local_provider.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include "common/crash_point.h"
+#include "common/fs.h"
+#include "common/log.h"
+
+namespace endure::provider {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kNodePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+Error io_error(const std::string& what) {
+  return make_error("ProviderError", what + ": " + std::strerror(errno));
+}
+
+// True when some process holds the instance's lock, i.e. the instance is running.
+bool lock_held(const std::filesystem::path& lock_path) {
+  int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the lock if we took it
+  return held;
+}
+
+int read_pid(const std::filesystem::path& pid_file) {
+  auto text = fs::read_file(pid_file);
+  if (!text) return 0;
+  try {
+    return std::stoi(*text);
+  } catch (...) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& local_node_private_dirs() {
+  static const std::vector<std::string> dirs = {
+      "/etc/slurm",    "/etc/munge",    "/var/spool/slurm", "/var/log/slurm",
+      "/run/slurm",    "/run/munge",    "/var/lib/munge",   "/var/log/munge",
+      "/opt/endure",   "/tmp"};
+  return dirs;
+}
+
+json LocalBoot::to_json() const {
+  json binds_json = json::array();
+  for (const auto& b : binds) {
+    binds_json.push_back({{"Source", b.source}, {"Target", b.target}, {"File", b.file}});
+  }
+  return {{"Hostname", hostname}, {"Binds", binds_json}, {"PidFile", pid_file}};
+}
+
+Result<LocalBoot> LocalBoot::from_json(const json& j) {
+  LocalBoot boot;
+  try {
+    boot.hostname = j.at("Hostname").get<std::string>();
+    boot.pid_file = j.at("PidFile").get<std::string>();
+    for (const auto& b : j.at("Binds")) {
+      boot.binds.push_back({b.at("Source").get<std::string>(), b.at("Target").get<std::string>(),
+                            b.value("File", false)});
+    }
+  } catch (const std::exception& e) {
+    return make_error("InvalidBoot", std::string("boot.json: ") + e.what());
+  }
+  return boot;
+}
+
+std::vector<std::string> node_exec_argv(int pid, const std::string& node_name,
+                                        const std::vector<std::string>& command) {
+  // nsenter forks after joining the pid namespace, so the command runs inside it.
+  std::vector<std::string> argv = {"nsenter", "--target", std::to_string(pid), "--mount",
+                                   "--uts",   "--pid",    "--wd=/",            "--",
+                                   "env",     "-i",       std::string("PATH=") + kNodePath,
+                                   "HOME=/root", "LANG=C.UTF-8"};
+  if (!node_name.empty()) argv.push_back("HOSTNAME=" + node_name);
+  if (const char* term = getenv("TERM")) argv.push_back(std::string("TERM=") + term);
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+LocalProvider::LocalProvider(std::filesystem::path root, std::filesystem::path agent_path)
+    : root_(std::move(root)), agent_path_(std::move(agent_path)) {}
+
+std::filesystem::path LocalProvider::cluster_dir(const std::string& cluster_id) const {
+  return root_ / cluster_id;
+}
+
+std::filesystem::path LocalProvider::instance_dir(const std::string& cluster_id,
+                                                  const std::string& instance_id) const {
+  return cluster_dir(cluster_id) / "instances" / instance_id;
+}
+
+std::filesystem::path LocalProvider::node_path(const std::string& cluster_id,
+                                               const std::string& instance_id,
+                                               const std::string& path_in_node) const {
+  auto dir = instance_dir(cluster_id, instance_id);
+  if (path_in_node == "/etc/hosts") return dir / "root/etc/hosts";
+  if (path_in_node.rfind("/local/", 0) == 0) return dir / "local" / path_in_node.substr(7);
+  return dir / "root" / path_in_node.substr(1);
+}
+
+Status LocalProvider::prepare_cluster(const std::string& cluster_id) {
+  if (auto s = fs::make_dirs(cluster_dir(cluster_id) / "instances", 0700); !s) return s;
+  return fs::make_dirs(cluster_dir(cluster_id) / "fsx", 0755);
+}
+
+Result<int> LocalProvider::launch(const LaunchRequest& request) {
+  auto dir = instance_dir(request.cluster_id, request.instance_id);
+  auto lock_path = dir / "lock";
+  auto pid_path = dir / "host.pid";
+  if (auto s = fs::make_dirs(dir, 0700); !s) return s.error();
+
+  // Take the lock before anything else: when it is held, the instance already runs (a
+  // previous controller launched it and died before recording it), so adopt it.
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0600);
+  if (lock_fd < 0) return io_error("open " + lock_path.string());
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock_fd);
+    for (int i = 0; i < 100; ++i) {
+      int pid = read_pid(pid_path);
+      if (pid > 0) return pid;
+      std::this_thread::sleep_for(50ms);
+    }
+    return make_error("ProviderError", "instance " + request.instance_id +
+                                           " holds its lock but wrote no pid file");
+  }
+
+  // Fresh boot: lay out the node's private folders and files.
+  for (const auto& d : local_node_private_dirs()) {
+    if (auto s = fs::make_dirs(dir / "root" / d.substr(1), d == "/tmp" ? 01777 : 0755); !s) {
+      ::close(lock_fd);
+      return s.error();
+    }
+  }
+  fs::make_dirs(dir / "root/etc/slurm/plugstack.conf.d");
+  fs::make_dirs(dir / "root/opt/endure/config");
+  fs::make_dirs(dir / "local", 0755);
+  std::error_code ec;
+  auto lifecycle_copy = dir / "root/opt/endure/lifecycle";
+  std::filesystem::remove_all(lifecycle_copy, ec);
+  std::filesystem::copy(request.lifecycle_source, lifecycle_copy,
+                        std::filesystem::copy_options::recursive, ec);
+  if (ec) {
+    ::close(lock_fd);
+    return make_error("ProviderError", "copy lifecycle scripts from " +
+                                           request.lifecycle_source.string() + ": " + ec.message());
+  }
+  auto write_all = [&](const auto& files, int mode) -> Status {
+    for (const auto& [path, content] : files) {
+      auto host = node_path(request.cluster_id, request.instance_id, path);
+      if (auto s = fs::make_dirs(host.parent_path()); !s) return s;
+      if (auto s = fs::atomic_write_file(host, content, mode); !s) return s;
+    }
+    return {};
+  };
+  if (auto s = write_all(request.files, 0644); !s) {
+    ::close(lock_fd);
+    return s.error();
+  }
+  if (auto s = write_all(request.secret_files, 0600); !s) {
+    ::close(lock_fd);
+    return s.error();
+  }
+  if (!std::filesystem::exists(dir / "root/etc/hosts")) {
+    fs::atomic_write_file(dir / "root/etc/hosts", "127.0.0.1 localhost\n");
+  }
+
+  LocalBoot boot;
+  boot.hostname = request.node_name;
+  boot.pid_file = pid_path.string();
+  for (const auto& d : local_node_private_dirs()) {
+    boot.binds.push_back({(dir / "root" / d.substr(1)).string(), d, false});
+  }
+  boot.binds.push_back({(dir / "root/etc/hosts").string(), "/etc/hosts", true});
+  boot.binds.push_back({(cluster_dir(request.cluster_id) / "fsx").string(), "/fsx", false});
+  boot.binds.push_back({(dir / "local").string(), "/local", false});
+  auto boot_path = dir / "boot.json";
+  if (auto s = fs::atomic_write_file(boot_path, boot.to_json().dump(2)); !s) {
+    ::close(lock_fd);
+    return s.error();
+  }
+  ::unlink(pid_path.c_str());
+
+  int log_fd = ::open((dir / "boot.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  std::string agent = agent_path_.string();
+  std::string boot_arg = boot_path.string();
+  const char* argv[] = {agent.c_str(), "--local-boot", boot_arg.c_str(), nullptr};
+  std::string path_env = std::string("PATH=") + kNodePath;
+  const char* envp[] = {path_env.c_str(), "HOME=/root", "LANG=C.UTF-8", nullptr};
+
+  // clone() with new namespaces makes the child pid 1 of its own pid namespace. Only
+  // async-signal-safe calls follow in the child: this process has other threads.
+  long pid = ::syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWNS | SIGCHLD, nullptr,
+                       nullptr, nullptr, nullptr);
+  if (pid == 0) {
+    ::setsid();
+    ::dup2(null_fd, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    // fd 3 carries the lock into the node; dup2 clears close-on-exec.
+    if (lock_fd != 3) ::dup2(lock_fd, 3);
+    else ::fcntl(3, F_SETFD, 0);
+    ::syscall(SYS_close_range, 4, ~0U, 0);
+    ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(envp));
+    ::_exit(127);
+  }
+  int saved_errno = errno;
+  ::close(lock_fd);
+  ::close(log_fd);
+  ::close(null_fd);
+  if (pid < 0) {
+    errno = saved_errno;
+    return io_error("clone for " + request.instance_id);
+  }
+  crash_point("launch.after_clone");
+  // The agent writes the same pid itself; writing it here too closes the gap in which a
+  // restarted controller would find the lock held and no pid.
+  fs::atomic_write_file(pid_path, std::to_string(pid) + "\n");
+  log::info("local: launched {} ({}) as host pid {}", request.node_name, request.instance_id, pid);
+  return static_cast<int>(pid);
+}
+
+bool LocalProvider::running(const std::string& cluster_id, const std::string& instance_id) {
+  return lock_held(instance_dir(cluster_id, instance_id) / "lock");
+}
+
+int LocalProvider::pid(const std::string& cluster_id, const std::string& instance_id) {
+  if (!running(cluster_id, instance_id)) return 0;
+  return read_pid(instance_dir(cluster_id, instance_id) / "host.pid");
+}
+
+Status LocalProvider::terminate(const std::string& cluster_id, const std::string& instance_id) {
+  auto dir = instance_dir(cluster_id, instance_id);
+  if (!lock_held(dir / "lock")) return {};
+  int pid = read_pid(dir / "host.pid");
+  if (pid <= 0) return make_error("ProviderError", instance_id + " runs but has no pid file");
+  // The lock proves the pid is still ours. SIGKILL to a pid namespace's first process
+  // makes the kernel kill every process in the namespace.
+  ::kill(pid, SIGKILL);
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    ::waitpid(pid, nullptr, WNOHANG);  // reaps it when we are its parent
+    if (!process::alive(pid) && !lock_held(dir / "lock")) {
+      ::waitpid(pid, nullptr, WNOHANG);  // it may have turned zombie after the first call
+      log::info("local: terminated {} (host pid {})", instance_id, pid);
+      return {};
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  return make_error("ProviderError", "instance " + instance_id + " did not die within 20 s");
+}
+
+Status LocalProvider::destroy(const std::string& cluster_id, const std::string& instance_id) {
+  if (auto s = terminate(cluster_id, instance_id); !s) return s;
+  return fs::remove_tree(instance_dir(cluster_id, instance_id));
+}
+
+Status LocalProvider::write_file(const std::string& cluster_id, const std::string& instance_id,
+                                 const std::string& path_in_node, const std::string& content) {
+  auto host = node_path(cluster_id, instance_id, path_in_node);
+  if (path_in_node == "/etc/hosts") {
+    // /etc/hosts is a bind of a single file: a rename would leave the node on the old
+    // inode, so it is rewritten in place (it is derived state, rewritten when it changes).
+    int fd = ::open(host.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return io_error("open " + host.string());
+    bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
+    ::fsync(fd);
+    ::close(fd);
+    return ok ? Status{} : Status(io_error("write " + host.string()));
+  }
+  if (auto s = fs::make_dirs(host.parent_path()); !s) return s;
+  return fs::atomic_write_file(host, content);
+}
+
+process::Output LocalProvider::exec(const std::string& cluster_id, const std::string& instance_id,
+                                    const std::vector<std::string>& argv,
+                                    std::chrono::milliseconds timeout) {
+  int node_pid = pid(cluster_id, instance_id);
+  if (node_pid <= 0) {
+    process::Output out;
+    out.exit_code = 255;
+    out.err = "instance " + instance_id + " is not running";
+    return out;
+  }
+  process::Options options;
+  options.timeout = timeout;
+  return process::run(node_exec_argv(node_pid, "", argv), options);
+}
+
+std::filesystem::path LocalProvider::lifecycle_log(const std::string& cluster_id,
+                                                   const std::string& instance_id) {
+  return node_path(cluster_id, instance_id, "/opt/endure/lifecycle.log");
+}
+
+std::string LocalProvider::boot_diagnostics(const std::string& cluster_id,
+                                            const std::string& instance_id) {
+  std::string tail = fs::tail_lines(instance_dir(cluster_id, instance_id) / "boot.log", 3);
+  while (!tail.empty() && tail.back() == '\n') tail.pop_back();
+  return tail;
+}
+
+std::vector<std::string> LocalProvider::instance_ids(const std::string& cluster_id) {
+  std::vector<std::string> ids;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(cluster_dir(cluster_id) / "instances", ec)) {
+    if (entry.is_directory()) ids.push_back(entry.path().filename().string());
+  }
+  return ids;
+}
+
+Status LocalProvider::remove_cluster(const std::string& cluster_id) {
+  for (const auto& id : instance_ids(cluster_id)) {
+    if (running(cluster_id, id)) {
+      return make_error("ProviderError", "instance " + id + " of " + cluster_id + " still runs");
+    }
+  }
+  return fs::remove_tree(cluster_dir(cluster_id));
+}
+
+Result<std::filesystem::path> LocalProvider::resolve_lifecycle_source(
+    const std::string& field, const std::string& source_uri, const std::string& on_create) {
+  std::string path = source_uri;
+  if (path.rfind("s3://", 0) == 0) {
+    return make_error("ValidationException",
+                      field + ".SourceS3Uri: s3:// sources need object storage, which the local "
+                              "provider does not have; use a local folder or a file:// URI");
+  }
+  if (path.rfind("file://", 0) == 0) path = path.substr(7);
+  std::filesystem::path dir(path);
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return make_error("ValidationException",
+                      field + ".SourceS3Uri: folder " + path + " does not exist");
+  }
+  if (!std::filesystem::is_regular_file(dir / on_create, ec)) {
+    return make_error("ValidationException", field + ".OnCreate: " + (dir / on_create).string() +
+                                                 " is not a file in the source folder");
+  }
+  return std::filesystem::canonical(dir, ec);
+}
+
+}  // namespace endure::provider

@@ -1,0 +1,88 @@
+// The local provider: each instance is a set of Linux namespaces (pid, uts, mount) on this
+// host, its first process is endure-agent (pid 1 inside), and terminating it kills its pid
+// namespace, which takes every process in it.
+//
+// Layout under root (ENDURE_HOME/clusters):
+//   <cluster_id>/fsx/                          the shared folder, /fsx in every node
+//   <cluster_id>/instances/<instance_id>/
+//       lock        held (flock) by the instance's processes for as long as any lives;
+//                   taken by the launcher before the namespace is created, so that "is it
+//                   running?" never depends on a pid that may have been reused
+//       host.pid    host pid of the node's first process
+//       boot.json   what local boot sets up: hostname and bind mounts
+//       boot.log    the agent's own output
+//       root/       bound over /etc/slurm, /etc/munge, /etc/hosts, /var/spool/slurm,
+//                   /var/log/slurm, /run/slurm, /run/munge, /var/lib/munge,
+//                   /var/log/munge, /opt/endure and /tmp inside the node
+//       local/      the node's local disk, /local inside the node
+#pragma once
+
+#include <filesystem>
+
+#include "provider/node_provider.h"
+
+namespace endure::provider {
+
+// Folders of the host that every node sees as its own (bound from root/<same path>).
+const std::vector<std::string>& local_node_private_dirs();
+
+// Boot description shared by the launcher and endure-agent --local-boot.
+struct LocalBoot {
+  std::string hostname;
+  struct Bind {
+    std::string source;  // host path
+    std::string target;  // path inside the node
+    bool file = false;   // bind a file rather than a folder
+  };
+  std::vector<Bind> binds;
+  std::string pid_file;  // where the node's host pid is written
+
+  json to_json() const;
+  static Result<LocalBoot> from_json(const json& j);
+};
+
+class LocalProvider : public NodeProvider {
+ public:
+  // root: the folder that holds every cluster's files; agent_path: the endure-agent binary.
+  LocalProvider(std::filesystem::path root, std::filesystem::path agent_path);
+
+  Status prepare_cluster(const std::string& cluster_id) override;
+  Result<int> launch(const LaunchRequest& request) override;
+  bool running(const std::string& cluster_id, const std::string& instance_id) override;
+  int pid(const std::string& cluster_id, const std::string& instance_id) override;
+  Status terminate(const std::string& cluster_id, const std::string& instance_id) override;
+  Status destroy(const std::string& cluster_id, const std::string& instance_id) override;
+  Status write_file(const std::string& cluster_id, const std::string& instance_id,
+                    const std::string& path_in_node, const std::string& content) override;
+  process::Output exec(const std::string& cluster_id, const std::string& instance_id,
+                       const std::vector<std::string>& argv,
+                       std::chrono::milliseconds timeout) override;
+  std::filesystem::path lifecycle_log(const std::string& cluster_id,
+                                      const std::string& instance_id) override;
+  std::string boot_diagnostics(const std::string& cluster_id,
+                               const std::string& instance_id) override;
+  std::vector<std::string> instance_ids(const std::string& cluster_id) override;
+  Status remove_cluster(const std::string& cluster_id) override;
+  Result<std::filesystem::path> resolve_lifecycle_source(const std::string& field,
+                                                         const std::string& source_uri,
+                                                         const std::string& on_create) override;
+
+  std::filesystem::path cluster_dir(const std::string& cluster_id) const;
+  std::filesystem::path instance_dir(const std::string& cluster_id,
+                                     const std::string& instance_id) const;
+
+ private:
+  // Host path of a file or folder inside the node.
+  std::filesystem::path node_path(const std::string& cluster_id, const std::string& instance_id,
+                                  const std::string& path_in_node) const;
+
+  std::filesystem::path root_;
+  std::filesystem::path agent_path_;
+};
+
+// The argv that runs a command inside a node whose first process has host pid `pid`,
+// with a clean environment: used by the provider and by `endure exec`.
+std::vector<std::string> node_exec_argv(int pid, const std::string& node_name,
+                                        const std::vector<std::string>& command);
+
+}  // namespace endure::provider

@@ -1,0 +1,81 @@
+// A node provider creates, terminates and enters instances. The local provider
+// (provider/local/) is the embedded default; a static host pool or a cloud fits the same
+// interface.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/process.h"
+#include "common/result.h"
+
+namespace endure::provider {
+
+// Everything an instance needs at boot. Files are written into the instance before its
+// first process starts.
+struct LaunchRequest {
+  std::string cluster_id;
+  std::string instance_id;
+  std::string node_name;  // hostname and Slurm NodeName
+  std::filesystem::path lifecycle_source;  // the group's LifeCycleConfig folder (local)
+  // Files to place in the node, by absolute path inside it ("/etc/slurm/slurm.conf").
+  std::vector<std::pair<std::string, std::string>> files;
+  std::vector<std::pair<std::string, std::string>> secret_files;  // written mode 0600
+};
+
+class NodeProvider {
+ public:
+  virtual ~NodeProvider() = default;
+
+  // Makes the cluster's shared folder (mounted at /fsx in every node). Idempotent.
+  virtual Status prepare_cluster(const std::string& cluster_id) = 0;
+
+  // Starts the instance, or adopts it when it is already running (after a controller
+  // restart), and returns its host pid. Idempotent for an instance id: never starts two.
+  virtual Result<int> launch(const LaunchRequest& request) = 0;
+
+  // True while any process of the instance exists.
+  virtual bool running(const std::string& cluster_id, const std::string& instance_id) = 0;
+
+  // Host pid of the instance's first process, 0 when it is not running.
+  virtual int pid(const std::string& cluster_id, const std::string& instance_id) = 0;
+
+  // Kills every process of the instance and waits until none is left. Keeps its files.
+  virtual Status terminate(const std::string& cluster_id, const std::string& instance_id) = 0;
+
+  // Terminates and then removes the instance's files (its local disk included).
+  virtual Status destroy(const std::string& cluster_id, const std::string& instance_id) = 0;
+
+  // Writes a file inside a (running or stopped) instance, atomically.
+  virtual Status write_file(const std::string& cluster_id, const std::string& instance_id,
+                            const std::string& path_in_node, const std::string& content) = 0;
+
+  // Runs argv inside the instance (its mount, uts and pid namespaces).
+  virtual process::Output exec(const std::string& cluster_id, const std::string& instance_id,
+                               const std::vector<std::string>& argv,
+                               std::chrono::milliseconds timeout) = 0;
+
+  // Host path of the instance's lifecycle-script log.
+  virtual std::filesystem::path lifecycle_log(const std::string& cluster_id,
+                                              const std::string& instance_id) = 0;
+
+  // A few lines on why an instance stopped (its boot output), for failure messages.
+  virtual std::string boot_diagnostics(const std::string& cluster_id,
+                                       const std::string& instance_id) = 0;
+
+  // Instance ids that have files here (running or not), for sweeping orphans.
+  virtual std::vector<std::string> instance_ids(const std::string& cluster_id) = 0;
+
+  // Removes the cluster's files; every instance must be destroyed first.
+  virtual Status remove_cluster(const std::string& cluster_id) = 0;
+
+  // Checks that a LifeCycleConfig source can be used here and returns its local folder.
+  // field is the spec path to name in the error ("InstanceGroups[0].LifeCycleConfig").
+  virtual Result<std::filesystem::path> resolve_lifecycle_source(
+      const std::string& field, const std::string& source_uri, const std::string& on_create) = 0;
+};
+
+}  // namespace endure::provider

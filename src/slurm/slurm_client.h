@@ -1,0 +1,51 @@
+// Talking to a cluster's Slurm through Slurm's own commands, run inside the controller
+// node, reading their JSON output (--json) wherever Slurm offers it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/process.h"
+#include "common/result.h"
+
+namespace endure::slurm {
+
+// Runs a command inside the controller node.
+using Runner = std::function<process::Output(const std::vector<std::string>& argv,
+                                             std::chrono::milliseconds timeout)>;
+
+struct NodeState {
+  std::string name;
+  std::string state;               // idle, allocated, mixed, down, unknown, ...
+  std::vector<std::string> flags;  // DRAIN, NOT_RESPONDING, ...
+  std::string reason;
+
+  // Registered and able to take work (idle, allocated or mixed, and responding).
+  bool in_service() const;
+};
+
+class SlurmClient {
+ public:
+  explicit SlurmClient(Runner runner) : run_(std::move(runner)) {}
+
+  // Every node slurmctld knows, from `sinfo --json`.
+  Result<std::vector<NodeState>> nodes() const;
+
+  // slurmctld answers.
+  bool controller_up() const;
+
+  // `scontrol reconfigure`: every daemon re-reads slurm.conf; running jobs go on.
+  Status reconfigure() const;
+
+  // Stops slurmctld (its state is saved), starts it again on the current slurm.conf, and
+  // waits until it answers. Slurm 22.05 needs this when nodes are added or removed;
+  // running jobs and their steps go on.
+  Status restart_controller() const;
+
+ private:
+  Runner run_;
+};
+
+}  // namespace endure::slurm

@@ -1,0 +1,87 @@
+#include "slurm/slurm_conf.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+
+namespace endure::slurm {
+
+std::string render_slurm_conf(const spec::ClusterLayout& layout) {
+  std::string out;
+  auto line = [&](const std::string& text) { out += text + "\n"; };
+  line("# slurm.conf of cluster " + layout.cluster_name + ", rendered by endured.");
+  line("# Do not edit: endured rewrites it whenever the cluster's nodes change.");
+  line("ClusterName=" + layout.cluster_name);
+  line(fmt::format("SlurmctldHost={}({})", layout.controller_node, layout.controller_address));
+  line(fmt::format("SlurmctldPort={}", layout.slurmctld_port));
+  line("SlurmUser=root");
+  line("SlurmdUser=root");
+  line("AuthType=auth/munge");
+  line("CredType=cred/munge");
+  line("StateSaveLocation=/var/spool/slurm/ctld");
+  line("SlurmdSpoolDir=/var/spool/slurm/d");
+  line("SlurmctldPidFile=/run/slurm/slurmctld.pid");
+  line("SlurmdPidFile=/run/slurm/slurmd.pid");
+  line("SlurmctldLogFile=/var/log/slurm/slurmctld.log");
+  line("SlurmdLogFile=/var/log/slurm/slurmd.log");
+  line("PlugStackConfig=/etc/slurm/plugstack.conf");
+  line("# A node is a pid namespace, not a cgroup: jobs are tracked by process group.");
+  line("ProctrackType=proctrack/linuxproc");
+  line("# Auto-resume needs task/none (as the lifecycle-script samples note); cgroups cannot");
+  line("# be created on these hosts either.");
+  line("TaskPlugin=task/none");
+  line("MpiDefault=none");
+  line("JobAcctGatherType=jobacct_gather/none");
+  line("# A replaced node goes back to service as soon as its new slurmd registers.");
+  line("ReturnToService=2");
+  line("# Short, so that Slurm itself notices a dead node in seconds; endured watches too.");
+  line("SlurmdTimeout=15");
+  line("SlurmctldTimeout=30");
+  line("MessageTimeout=10");
+  line("InactiveLimit=0");
+  line("KillWait=5");
+  line("MinJobAge=300");
+  line("# Nodes declare their instance type's CPUs and memory, not the host's.");
+  line("SlurmdParameters=config_overrides");
+  line("SelectType=select/cons_tres");
+  line("SelectTypeParameters=CR_Core");
+  line("# Auto-resume grows a job back onto the node that replaced a failed one.");
+  line("SchedulerParameters=permit_job_expansion");
+  line("# Talk to every node directly: no message forwarding through a node that just died.");
+  line("TreeWidth=65533");
+  for (const auto& n : layout.nodes) {
+    if (n.role != spec::NodeRole::kWorker) continue;
+    int cpus = n.type.cpus;
+    int tpc = n.threads_per_core > 1 && cpus % n.threads_per_core == 0 ? n.threads_per_core : 1;
+    line(fmt::format("NodeName={} NodeAddr={} NodeHostname={} Port={} CPUs={} Sockets=1 "
+                     "CoresPerSocket={} ThreadsPerCore={} RealMemory={} State=UNKNOWN",
+                     n.node_name, n.address, n.node_name, n.slurmd_port, cpus, cpus / tpc, tpc,
+                     n.type.memory_mib));
+  }
+  bool first = true;
+  for (const auto& [partition, nodes] : layout.partitions()) {
+    std::string list;
+    for (const auto& name : nodes) list += (list.empty() ? "" : ",") + name;
+    line(fmt::format("PartitionName={} Nodes={} Default={} MaxTime=INFINITE State=UP", partition,
+                     list, first ? "YES" : "NO"));
+    first = false;
+  }
+  return out;
+}
+
+std::string render_hosts(const spec::ClusterLayout& layout) {
+  std::string out = "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n";
+  for (const auto& n : layout.nodes) out += n.address + " " + n.node_name + "\n";
+  return out;
+}
+
+std::string content_hash(const std::string& content) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : content) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+}  // namespace endure::slurm

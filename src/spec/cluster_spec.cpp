@@ -1,0 +1,459 @@
+#include "spec/cluster_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "api/wire.h"
+#include "spec/instance_types.h"
+
+namespace endure::spec {
+namespace {
+
+using Errors = std::vector<FieldError>;
+using Keys = std::vector<std::string_view>;
+
+// Top-level fields of CreateCluster. Tags and VpcConfig are accepted and ignored so that a
+// request written for the cloud service still parses; Orchestrator is not, since asking for
+// EKS and silently getting Slurm would be worse than an error.
+const Keys kCreateFields = {"ClusterName", "InstanceGroups", "NodeRecovery", "Tags", "VpcConfig"};
+const Keys kUpdateFields = {"ClusterName", "InstanceGroups", "NodeRecovery"};
+// ExecutionRole and InstanceStorageConfigs mean nothing to the local provider.
+const Keys kGroupFields = {"InstanceGroupName",     "InstanceType",   "InstanceCount",
+                           "LifeCycleConfig",       "ThreadsPerCore", "ExecutionRole",
+                           "InstanceStorageConfigs"};
+const Keys kLifeCycleFields = {"SourceS3Uri", "OnCreate"};
+
+constexpr int kMaxNameLength = 63;
+constexpr std::string_view kNamePattern = "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$";
+
+std::string join_path(const std::string& prefix, std::string_view key) {
+  return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
+}
+
+std::string index_path(const std::string& path, size_t i) {
+  return path + "[" + std::to_string(i) + "]";
+}
+
+std::string join_keys(const Keys& keys) {
+  std::string out;
+  for (std::string_view key : keys) {
+    if (!out.empty()) out += ", ";
+    out += key;
+  }
+  return out;
+}
+
+void check_known_keys(const json& obj, const std::string& prefix, const Keys& known,
+                      Errors& errors) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
+      errors.push_back(
+          {join_path(prefix, it.key()), "is not a known field; known: " + join_keys(known)});
+    }
+  }
+}
+
+// Records a type error unless obj[key] is absent or has the wanted type.
+void check_ignored(const json& obj, std::string_view key, const std::string& prefix,
+                   bool want_array, Errors& errors) {
+  auto it = obj.find(key);
+  if (it == obj.end()) return;
+  if (want_array && !it->is_array()) errors.push_back({join_path(prefix, key), "must be an array"});
+  if (!want_array && !it->is_object()) {
+    errors.push_back({join_path(prefix, key), "must be an object"});
+  }
+}
+
+// Reads obj[key] as an integer in [lo, hi]; fallback when absent or invalid. JSON floats,
+// strings and bools are refused rather than converted: "2.5" instances is a mistake.
+int read_int_field(const json& obj, std::string_view key, const std::string& path, int lo, int hi,
+                   const std::string& rule, bool required, int fallback, Errors& errors) {
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) errors.push_back({path, "is required"});
+    return fallback;
+  }
+  std::optional<std::int64_t> value;
+  if (it->is_number_unsigned()) {
+    auto u = it->get<std::uint64_t>();
+    if (u <= static_cast<std::uint64_t>(INT64_MAX)) value = static_cast<std::int64_t>(u);
+  } else if (it->is_number_integer()) {
+    value = it->get<std::int64_t>();
+  }
+  if (!value || *value < lo || *value > hi) {
+    errors.push_back({path, rule});
+    return fallback;
+  }
+  return static_cast<int>(*value);
+}
+
+// ASCII only, whatever the locale: these names end up in hostnames and slurm.conf.
+bool is_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// kNamePattern, checked by hand: alphanumerics and hyphens, alphanumeric at both ends.
+// The name becomes a Slurm ClusterName, hostnames and folder names, so nothing else fits.
+void check_name(const std::string& name, const std::string& path, Errors& errors) {
+  if (name.size() > kMaxNameLength) {
+    errors.push_back({path, "must be 1 to 63 characters long"});
+    return;
+  }
+  bool ok = is_alnum(name.front()) && is_alnum(name.back()) &&
+            std::all_of(name.begin(), name.end(), [](char c) { return is_alnum(c) || c == '-'; });
+  if (!ok) {
+    errors.push_back({path, "must match " + std::string(kNamePattern) +
+                                " (letters, digits and hyphens, starting and ending with a "
+                                "letter or digit)"});
+  }
+}
+
+bool valid_source_uri(const std::string& uri) {
+  if (uri.starts_with("/")) return true;
+  if (uri.starts_with("file://")) return uri.size() > 7 && uri[7] == '/';
+  if (uri.starts_with("s3://")) {
+    std::string_view rest = std::string_view(uri).substr(5);
+    return !rest.empty() && rest.front() != '/';
+  }
+  return false;
+}
+
+// OnCreate must stay inside the source folder: it is joined to it and run as root.
+void check_on_create(const std::string& on_create, const std::string& path, Errors& errors) {
+  if (on_create.front() == '/') {
+    errors.push_back({path, "must be a path relative to SourceS3Uri (no leading /)"});
+    return;
+  }
+  size_t start = 0;
+  while (start <= on_create.size()) {
+    size_t end = on_create.find('/', start);
+    if (end == std::string::npos) end = on_create.size();
+    if (on_create.compare(start, end - start, "..") == 0) {
+      errors.push_back({path, "must not contain a .. component"});
+      return;
+    }
+    start = end + 1;
+  }
+}
+
+LifeCycleConfig check_lifecycle(const json& group, const std::string& group_path, Errors& errors) {
+  LifeCycleConfig out;
+  const std::string path = join_path(group_path, "LifeCycleConfig");
+  auto it = group.find("LifeCycleConfig");
+  if (it == group.end()) {
+    errors.push_back({path, "is required"});
+    return out;
+  }
+  if (!it->is_object()) {
+    errors.push_back({path, "must be an object"});
+    return out;
+  }
+  check_known_keys(*it, path, kLifeCycleFields, errors);
+  const std::string source_path = join_path(path, "SourceS3Uri");
+  if (auto source = read_string_field(*it, "SourceS3Uri", source_path, errors, true)) {
+    if (valid_source_uri(*source)) {
+      out.source_uri = *source;
+    } else {
+      errors.push_back({source_path,
+                        "must be an absolute path (/...), file:///absolute/path or "
+                        "s3://bucket/prefix"});
+    }
+  }
+  const std::string on_create_path = join_path(path, "OnCreate");
+  if (auto on_create = read_string_field(*it, "OnCreate", on_create_path, errors, true)) {
+    check_on_create(*on_create, on_create_path, errors);
+    out.on_create = *on_create;
+  }
+  return out;
+}
+
+// One InstanceGroups entry, as read; fields that fail keep their defaults.
+struct ListedGroup {
+  InstanceGroupSpec spec;
+  std::string path;            // "InstanceGroups[2]"
+  bool name_ok = false;        // spec.name was read and is valid
+  bool ok = false;             // the entry broke no rule of its own
+  bool threads_given = false;  // ThreadsPerCore was in the request, not defaulted
+};
+
+ListedGroup check_group(const json& group, const std::string& path, Errors& errors) {
+  ListedGroup out;
+  out.path = path;
+  const size_t errors_before = errors.size();
+  check_known_keys(group, path, kGroupFields, errors);
+
+  const std::string name_path = join_path(path, "InstanceGroupName");
+  if (auto name = read_string_field(group, "InstanceGroupName", name_path, errors, true)) {
+    const size_t name_errors = errors.size();
+    check_name(*name, name_path, errors);
+    out.name_ok = errors.size() == name_errors;
+    out.spec.name = *name;
+  }
+
+  const std::string type_path = join_path(path, "InstanceType");
+  if (auto type = read_string_field(group, "InstanceType", type_path, errors, true)) {
+    if (find_instance_type(*type) == nullptr) {
+      errors.push_back({type_path, "must be one of " + instance_type_names()});
+    } else {
+      out.spec.instance_type = *type;
+    }
+  }
+
+  out.spec.instance_count = read_int_field(
+      group, "InstanceCount", join_path(path, "InstanceCount"), 0, kMaxInstancesPerGroup,
+      "must be an integer from 0 to " + std::to_string(kMaxInstancesPerGroup),
+      /*required=*/true, 0, errors);
+  out.spec.lifecycle = check_lifecycle(group, path, errors);
+  out.threads_given = group.contains("ThreadsPerCore");
+  out.spec.threads_per_core =
+      read_int_field(group, "ThreadsPerCore", join_path(path, "ThreadsPerCore"), 1, 2,
+                     "must be 1 or 2", /*required=*/false, 1, errors);
+
+  auto role = group.find("ExecutionRole");
+  if (role != group.end() && !role->is_string()) {
+    errors.push_back({join_path(path, "ExecutionRole"), "must be a string"});
+  }
+  check_ignored(group, "InstanceStorageConfigs", path, /*want_array=*/true, errors);
+
+  out.ok = errors.size() == errors_before;
+  return out;
+}
+
+// The InstanceGroups array, shared by CreateCluster and UpdateCluster so both enforce the
+// same rules. Empty when the field is missing or not an array.
+std::vector<ListedGroup> check_groups(const json& request, Errors& errors) {
+  std::vector<ListedGroup> out;
+  auto it = request.find("InstanceGroups");
+  if (it == request.end()) {
+    errors.push_back({"InstanceGroups", "is required"});
+    return out;
+  }
+  if (!it->is_array()) {
+    errors.push_back({"InstanceGroups", "must be an array"});
+    return out;
+  }
+  if (it->empty() || it->size() > static_cast<size_t>(kMaxInstanceGroups)) {
+    errors.push_back(
+        {"InstanceGroups", "must list 1 to " + std::to_string(kMaxInstanceGroups) + " groups"});
+  }
+  // Hostnames are case-insensitive, so "Worker" and "worker" would collide as nodes.
+  std::vector<std::pair<std::string, std::string>> seen;  // lowercased name, its path
+  long total = 0;
+  for (size_t i = 0; i < it->size(); ++i) {
+    const std::string path = index_path("InstanceGroups", i);
+    const json& group = (*it)[i];
+    if (!group.is_object()) {
+      errors.push_back({path, "must be an object"});
+      continue;
+    }
+    ListedGroup listed = check_group(group, path, errors);
+    total += listed.spec.instance_count;
+    if (listed.name_ok) {
+      std::string lower = listed.spec.name;
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      auto dup = std::find_if(seen.begin(), seen.end(),
+                              [&](const auto& entry) { return entry.first == lower; });
+      if (dup != seen.end()) {
+        errors.push_back({join_path(path, "InstanceGroupName"), "duplicates the name of " +
+                                                                    dup->second +
+                                                                    " (names are unique, "
+                                                                    "ignoring case)"});
+      } else {
+        seen.emplace_back(lower, path);
+      }
+    }
+    out.push_back(std::move(listed));
+  }
+  if (total > kMaxInstancesPerCluster) {
+    errors.push_back({"InstanceGroups", "InstanceCount adds up to " + std::to_string(total) +
+                                            ", over the " +
+                                            std::to_string(kMaxInstancesPerCluster) +
+                                            " instances a cluster may have"});
+  }
+  return out;
+}
+
+std::string read_node_recovery(const json& request, const std::string& fallback, Errors& errors) {
+  auto it = request.find("NodeRecovery");
+  if (it == request.end()) return fallback;
+  if (!it->is_string() || (*it != "Automatic" && *it != "None")) {
+    errors.push_back({"NodeRecovery", "must be one of Automatic, None"});
+    return fallback;
+  }
+  return it->get<std::string>();
+}
+
+ClusterSpec check_create(const json& request, Errors& errors) {
+  ClusterSpec spec;
+  if (!request.is_object()) {
+    errors.push_back({"", "must be a JSON object"});
+    return spec;
+  }
+  check_known_keys(request, "", kCreateFields, errors);
+  if (auto name = read_string_field(request, "ClusterName", "ClusterName", errors, true)) {
+    check_name(*name, "ClusterName", errors);
+    spec.name = *name;
+  }
+  for (ListedGroup& listed : check_groups(request, errors)) {
+    spec.groups.push_back(std::move(listed.spec));
+  }
+  spec.node_recovery = read_node_recovery(request, spec.node_recovery, errors);
+  check_ignored(request, "Tags", "", /*want_array=*/true, errors);
+  check_ignored(request, "VpcConfig", "", /*want_array=*/false, errors);
+  return spec;
+}
+
+Error validation_error(const Errors& errors) {
+  return make_error(api::kValidationException, describe(errors));
+}
+
+// Checks an UpdateCluster request and applies it to a copy of current.
+ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors& errors) {
+  if (!request.is_object()) {
+    errors.push_back({"", "must be a JSON object"});
+    return current;
+  }
+  check_known_keys(request, "", kUpdateFields, errors);
+  if (auto name = read_string_field(request, "ClusterName", "ClusterName", errors, true);
+      name && *name != current.name) {
+    errors.push_back(
+        {"ClusterName", "must be the name of the cluster being updated, " + current.name});
+  }
+
+  ClusterSpec next = current;
+  auto groups_field = request.find("InstanceGroups");
+  const bool groups_listed = groups_field != request.end() && groups_field->is_array();
+  std::vector<bool> seen(current.groups.size(), false);
+  for (const ListedGroup& listed : check_groups(request, errors)) {
+    if (!listed.name_ok) continue;
+    auto found =
+        std::find_if(current.groups.begin(), current.groups.end(),
+                     [&](const InstanceGroupSpec& g) { return g.name == listed.spec.name; });
+    if (found == current.groups.end()) {
+      errors.push_back({join_path(listed.path, "InstanceGroupName"),
+                        "no such instance group in cluster " + current.name +
+                            " (adding groups is not supported)"});
+      continue;
+    }
+    const size_t index = found - current.groups.begin();
+    // A second listing is already reported by check_groups as a duplicate name.
+    if (seen[index]) continue;
+    seen[index] = true;
+    // Comparing fields that broke a rule would only repeat that error.
+    if (!listed.ok) continue;
+
+    const std::string fixed = "cannot be changed by UpdateCluster (is ";
+    if (listed.spec.instance_type != found->instance_type) {
+      errors.push_back(
+          {join_path(listed.path, "InstanceType"), fixed + found->instance_type + ")"});
+    }
+    if (listed.spec.lifecycle.source_uri != found->lifecycle.source_uri) {
+      errors.push_back({join_path(listed.path, "LifeCycleConfig.SourceS3Uri"),
+                        fixed + found->lifecycle.source_uri + ")"});
+    }
+    if (listed.spec.lifecycle.on_create != found->lifecycle.on_create) {
+      errors.push_back({join_path(listed.path, "LifeCycleConfig.OnCreate"),
+                        fixed + found->lifecycle.on_create + ")"});
+    }
+    // Left out, ThreadsPerCore keeps its value rather than reverting to the default.
+    if (listed.threads_given && listed.spec.threads_per_core != found->threads_per_core) {
+      errors.push_back({join_path(listed.path, "ThreadsPerCore"),
+                        fixed + std::to_string(found->threads_per_core) + ")"});
+    }
+    next.groups[index].instance_count = listed.spec.instance_count;
+  }
+  if (groups_listed) {
+    for (size_t i = 0; i < current.groups.size(); ++i) {
+      if (!seen[i]) {
+        errors.push_back({"InstanceGroups",
+                          "group '" + current.groups[i].name + "' is missing; list every group"});
+      }
+    }
+  }
+  next.node_recovery = read_node_recovery(request, current.node_recovery, errors);
+  return next;
+}
+
+}  // namespace
+
+std::string describe(const std::vector<FieldError>& errors) {
+  std::string out;
+  for (const FieldError& error : errors) {
+    if (!out.empty()) out += "; ";
+    out += error.path.empty() ? error.rule : error.path + ": " + error.rule;
+  }
+  return out;
+}
+
+std::optional<std::string> read_string_field(const json& obj, const std::string& key,
+                                             const std::string& path,
+                                             std::vector<FieldError>& errors, bool required) {
+  auto it = obj.find(key);
+  if (it == obj.end()) {
+    if (required) errors.push_back({path, "is required"});
+    return std::nullopt;
+  }
+  if (!it->is_string()) {
+    errors.push_back({path, "must be a string"});
+    return std::nullopt;
+  }
+  if (it->get_ref<const std::string&>().empty()) {
+    errors.push_back({path, "must not be empty"});
+    return std::nullopt;
+  }
+  return it->get<std::string>();
+}
+
+const InstanceGroupSpec* ClusterSpec::find_group(const std::string& group_name) const {
+  for (const InstanceGroupSpec& group : groups) {
+    if (group.name == group_name) return &group;
+  }
+  return nullptr;
+}
+
+json ClusterSpec::to_json() const {
+  json out_groups = json::array();
+  for (const InstanceGroupSpec& group : groups) {
+    out_groups.push_back({
+        {"InstanceGroupName", group.name},
+        {"InstanceType", group.instance_type},
+        {"InstanceCount", group.instance_count},
+        {"LifeCycleConfig",
+         {{"SourceS3Uri", group.lifecycle.source_uri}, {"OnCreate", group.lifecycle.on_create}}},
+        {"ThreadsPerCore", group.threads_per_core},
+    });
+  }
+  return {{"ClusterName", name}, {"InstanceGroups", out_groups}, {"NodeRecovery", node_recovery}};
+}
+
+std::vector<FieldError> validate_cluster_spec(const json& request) {
+  Errors errors;
+  check_create(request, errors);
+  return errors;
+}
+
+Result<ClusterSpec> parse_cluster_spec(const json& request) {
+  Errors errors;
+  ClusterSpec spec = check_create(request, errors);
+  if (!errors.empty()) return validation_error(errors);
+  return spec;
+}
+
+Result<ClusterSpec> apply_cluster_update(const ClusterSpec& current, const json& request) {
+  Errors errors;
+  ClusterSpec next = check_update(current, request, errors);
+  if (!errors.empty()) return validation_error(errors);
+  return next;
+}
+
+std::vector<FieldError> validate_cluster_update(const ClusterSpec& current, const json& request) {
+  Errors errors;
+  check_update(current, request, errors);
+  return errors;
+}
+
+}  // namespace endure::spec

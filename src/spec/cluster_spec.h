@@ -1,0 +1,75 @@
+// The cluster spec: a CreateCluster request, parsed and validated.
+//
+// Validation reports every problem at once, each as a field path in the request's own
+// spelling ("InstanceGroups[1].InstanceCount") and the rule it breaks. Parsing never
+// touches the file system or the store; where lifecycle sources live is the provider's
+// business (see provider/).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/result.h"
+
+namespace endure::spec {
+
+inline constexpr int kMaxInstanceGroups = 20;
+inline constexpr int kMaxInstancesPerGroup = 64;  // keeps a group's ports and addresses in a block
+inline constexpr int kMaxInstancesPerCluster = 256;  // every node is a namespace on one host
+
+struct FieldError {
+  std::string path;  // "InstanceGroups[0].LifeCycleConfig.OnCreate"; "" for the whole request
+  std::string rule;  // "is required", "must be one of Automatic, None", ...
+};
+
+// "path: rule; path: rule" (at most all of them).
+std::string describe(const std::vector<FieldError>& errors);
+
+struct LifeCycleConfig {
+  std::string source_uri;  // SourceS3Uri: a local folder, file://..., or s3://...
+  std::string on_create;   // OnCreate: a file name inside the source folder
+};
+
+struct InstanceGroupSpec {
+  std::string name;           // InstanceGroupName
+  std::string instance_type;  // InstanceType, one of instance_types()
+  int instance_count = 0;     // InstanceCount
+  LifeCycleConfig lifecycle;  // LifeCycleConfig
+  int threads_per_core = 1;   // ThreadsPerCore: 1 or 2
+};
+
+struct ClusterSpec {
+  std::string name;                         // ClusterName
+  std::vector<InstanceGroupSpec> groups;    // InstanceGroups
+  std::string node_recovery = "Automatic";  // NodeRecovery: Automatic | None
+
+  const InstanceGroupSpec* find_group(const std::string& group_name) const;
+  // The request shape again (what describe-cluster echoes and the store keeps).
+  json to_json() const;
+};
+
+// Checks a CreateCluster request. Empty when valid.
+std::vector<FieldError> validate_cluster_spec(const json& request);
+
+// Parses a CreateCluster request; on failure the Error is a ValidationException whose
+// message is describe(validate_cluster_spec(request)).
+Result<ClusterSpec> parse_cluster_spec(const json& request);
+
+// An UpdateCluster request ({ClusterName, InstanceGroups[], NodeRecovery?}) applied to the
+// current spec. Every group of the current spec must be listed and only InstanceCount
+// (and NodeRecovery) may change; the result is validated like a new spec.
+Result<ClusterSpec> apply_cluster_update(const ClusterSpec& current, const json& request);
+
+// The errors apply_cluster_update would report, as a list. Empty when the update applies.
+std::vector<FieldError> validate_cluster_update(const ClusterSpec& current, const json& request);
+
+// Reads obj[key] as a non-empty string, or records at path why it cannot: "is required"
+// (only when required), "must be a string", "must not be empty". nullopt when absent or
+// invalid. Shared with the provisioning checks so both files word their errors alike.
+std::optional<std::string> read_string_field(const json& obj, const std::string& key,
+                                             const std::string& path,
+                                             std::vector<FieldError>& errors, bool required);
+
+}  // namespace endure::spec

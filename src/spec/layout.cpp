@@ -1,0 +1,65 @@
+#include "spec/layout.h"
+
+#include <algorithm>
+
+namespace endure::spec {
+
+std::string node_name(const std::string& group, int slot) {
+  return group + "-" + std::to_string(slot);
+}
+
+const NodeSlot* ClusterLayout::find(const std::string& name) const {
+  for (const auto& n : nodes) {
+    if (n.node_name == name) return &n;
+  }
+  return nullptr;
+}
+
+std::vector<std::pair<std::string, std::vector<std::string>>> ClusterLayout::partitions() const {
+  std::vector<std::pair<std::string, std::vector<std::string>>> out;
+  for (const auto& n : nodes) {
+    if (n.role != NodeRole::kWorker) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](auto& p) { return p.first == n.partition; });
+    if (it == out.end()) {
+      out.push_back({n.partition, {}});
+      it = out.end() - 1;
+    }
+    it->second.push_back(n.node_name);
+  }
+  return out;
+}
+
+ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters& params,
+                          int cluster_index) {
+  ClusterLayout layout;
+  layout.cluster_name = spec.name;
+  layout.index = cluster_index;
+  int base = kPortBase + (cluster_index - 1) * kPortsPerCluster;
+  layout.slurmctld_port = base;
+  for (size_t g = 0; g < spec.groups.size(); ++g) {
+    const auto& group = spec.groups[g];
+    const InstanceType* type = find_instance_type(group.instance_type);
+    for (int s = 0; s < group.instance_count; ++s) {
+      NodeSlot n;
+      n.group = group.name;
+      n.group_index = static_cast<int>(g);
+      n.slot = s;
+      n.node_name = node_name(group.name, s);
+      n.address = "127." + std::to_string(100 + cluster_index) + "." + std::to_string(g) + "." +
+                  std::to_string(s + 1);
+      n.slurmd_port = base + 1 + static_cast<int>(g) * kMaxInstancesPerGroup + s;
+      n.role = params.role_of(group.name);
+      n.partition = params.partition_of(group.name);
+      if (type) n.type = *type;
+      n.threads_per_core = group.threads_per_core;
+      if (n.role == NodeRole::kController && layout.controller_node.empty()) {
+        layout.controller_node = n.node_name;
+        layout.controller_address = n.address;
+      }
+      layout.nodes.push_back(std::move(n));
+    }
+  }
+  return layout;
+}
+
+}  // namespace endure::spec

@@ -1,0 +1,57 @@
+// Where a cluster's nodes live: hostnames, loopback addresses and ports, derived from the
+// spec, the provisioning parameters and the cluster's index. Everything here is a pure
+// function of those, so a restarted controller computes the same layout.
+//
+// Cluster c (1..kMaxClusters), group g (its position in the spec), slot s:
+//   hostname  <group>-<s>
+//   address   127.(100+c).g.(s+1)
+//   slurmd    port kPortBase + (c-1)*kPortsPerCluster + 1 + g*kMaxInstancesPerGroup + s
+//   slurmctld port kPortBase + (c-1)*kPortsPerCluster
+// Ports stay below Linux's ephemeral range (32768+) so no client socket can take them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "spec/cluster_spec.h"
+#include "spec/instance_types.h"
+#include "spec/provisioning.h"
+
+namespace endure::spec {
+
+inline constexpr int kMaxClusters = 12;
+inline constexpr int kPortBase = 16000;
+inline constexpr int kPortsPerCluster = 1 + kMaxInstanceGroups * kMaxInstancesPerGroup;
+
+struct NodeSlot {
+  std::string group;
+  int group_index = 0;
+  int slot = 0;
+  std::string node_name;
+  std::string address;
+  int slurmd_port = 0;
+  NodeRole role = NodeRole::kWorker;
+  std::string partition;  // worker groups only
+  InstanceType type;
+  int threads_per_core = 1;
+};
+
+struct ClusterLayout {
+  std::string cluster_name;
+  int index = 0;
+  int slurmctld_port = 0;
+  std::string controller_node;  // "" when the controller group has no instance
+  std::string controller_address;
+  std::vector<NodeSlot> nodes;  // every desired slot, by group then slot
+
+  const NodeSlot* find(const std::string& node_name) const;
+  // Partition names in the order the worker groups list them, each with its nodes.
+  std::vector<std::pair<std::string, std::vector<std::string>>> partitions() const;
+};
+
+std::string node_name(const std::string& group, int slot);
+
+ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters& params,
+                          int cluster_index);
+
+}  // namespace endure::spec

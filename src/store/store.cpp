@@ -1,0 +1,375 @@
+#include "store/store.h"
+
+#include "common/ids.h"
+
+namespace endure::store {
+namespace {
+
+constexpr const char* kSchema = R"sql(
+CREATE TABLE IF NOT EXISTS clusters (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  arn TEXT NOT NULL,
+  status TEXT NOT NULL,
+  failure_message TEXT NOT NULL DEFAULT '',
+  spec TEXT NOT NULL,
+  provisioning TEXT NOT NULL,
+  idx INTEGER NOT NULL,
+  applied_conf_hash TEXT NOT NULL DEFAULT '',
+  created_at REAL NOT NULL,
+  updated_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS clusters_live_name ON clusters(name) WHERE status != 'Deleted';
+CREATE UNIQUE INDEX IF NOT EXISTS clusters_live_idx ON clusters(idx) WHERE status != 'Deleted';
+CREATE TABLE IF NOT EXISTS instances (
+  instance_id TEXT PRIMARY KEY,
+  cluster_id TEXT NOT NULL REFERENCES clusters(id),
+  grp TEXT NOT NULL,
+  slot INTEGER NOT NULL,
+  node_name TEXT NOT NULL,
+  status TEXT NOT NULL,
+  message TEXT NOT NULL DEFAULT '',
+  launch_time REAL NOT NULL,
+  pid INTEGER NOT NULL DEFAULT 0,
+  agent_token TEXT NOT NULL,
+  lifecycle_status TEXT NOT NULL DEFAULT 'NotStarted',
+  lifecycle_exit INTEGER NOT NULL DEFAULT -1,
+  lifecycle_tail TEXT NOT NULL DEFAULT '',
+  last_heartbeat REAL NOT NULL DEFAULT 0,
+  terminated_at REAL NOT NULL DEFAULT 0
+);
+-- At most one live instance per slot: the guard against duplicated instances.
+CREATE UNIQUE INDEX IF NOT EXISTS instances_live_slot
+  ON instances(cluster_id, grp, slot) WHERE terminated_at = 0;
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  cluster_id TEXT NOT NULL,
+  time REAL NOT NULL,
+  resource_type TEXT NOT NULL,
+  grp TEXT NOT NULL DEFAULT '',
+  instance_id TEXT NOT NULL DEFAULT '',
+  node_name TEXT NOT NULL DEFAULT '',
+  type TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS events_cluster ON events(cluster_id, id);
+CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+  BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+)sql";
+
+Error db_error(sqlite3* db, const std::string& what) {
+  return make_error("StoreError", what + ": " + sqlite3_errmsg(db));
+}
+
+// A prepared statement with positional binds, finalized on scope exit.
+class Stmt {
+ public:
+  Stmt(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
+  }
+  ~Stmt() { sqlite3_finalize(stmt_); }
+  bool ok() const { return stmt_ != nullptr; }
+
+  Stmt& bind(const std::string& v) {
+    sqlite3_bind_text(stmt_, ++n_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Stmt& bind(const char* v) { return bind(std::string(v)); }
+  Stmt& bind(long long v) {
+    sqlite3_bind_int64(stmt_, ++n_, v);
+    return *this;
+  }
+  Stmt& bind(int v) { return bind(static_cast<long long>(v)); }
+  Stmt& bind(double v) {
+    sqlite3_bind_double(stmt_, ++n_, v);
+    return *this;
+  }
+
+  // SQLITE_ROW, SQLITE_DONE or an error code.
+  int step() { return stmt_ ? sqlite3_step(stmt_) : SQLITE_ERROR; }
+  Status run(const std::string& what) {
+    int rc = step();
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return db_error(db_, what);
+    return {};
+  }
+
+  std::string text(int col) const {
+    auto p = sqlite3_column_text(stmt_, col);
+    return p ? reinterpret_cast<const char*>(p) : "";
+  }
+  long long i64(int col) const { return sqlite3_column_int64(stmt_, col); }
+  int i32(int col) const { return sqlite3_column_int(stmt_, col); }
+  double real(int col) const { return sqlite3_column_double(stmt_, col); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int n_ = 0;
+};
+
+constexpr const char* kClusterCols =
+    "id, name, arn, status, failure_message, spec, provisioning, idx, applied_conf_hash, "
+    "created_at, updated_at";
+
+ClusterRow read_cluster(const Stmt& s) {
+  ClusterRow r;
+  r.id = s.text(0);
+  r.name = s.text(1);
+  r.arn = s.text(2);
+  r.status = s.text(3);
+  r.failure_message = s.text(4);
+  r.spec = json::parse(s.text(5), nullptr, false);
+  r.provisioning = json::parse(s.text(6), nullptr, false);
+  r.index = s.i32(7);
+  r.applied_conf_hash = s.text(8);
+  r.created_at = s.real(9);
+  r.updated_at = s.real(10);
+  return r;
+}
+
+constexpr const char* kInstanceCols =
+    "instance_id, cluster_id, grp, slot, node_name, status, message, launch_time, pid, "
+    "agent_token, lifecycle_status, lifecycle_exit, lifecycle_tail, last_heartbeat, "
+    "terminated_at";
+
+InstanceRow read_instance(const Stmt& s) {
+  InstanceRow r;
+  r.instance_id = s.text(0);
+  r.cluster_id = s.text(1);
+  r.group = s.text(2);
+  r.slot = s.i32(3);
+  r.node_name = s.text(4);
+  r.status = s.text(5);
+  r.message = s.text(6);
+  r.launch_time = s.real(7);
+  r.pid = s.i32(8);
+  r.agent_token = s.text(9);
+  r.lifecycle_status = s.text(10);
+  r.lifecycle_exit = s.i32(11);
+  r.lifecycle_tail = s.text(12);
+  r.last_heartbeat = s.real(13);
+  r.terminated_at = s.real(14);
+  return r;
+}
+
+void bind_instance_values(Stmt& s, const InstanceRow& r) {
+  s.bind(r.cluster_id).bind(r.group).bind(r.slot).bind(r.node_name).bind(r.status)
+      .bind(r.message).bind(r.launch_time).bind(r.pid).bind(r.agent_token)
+      .bind(r.lifecycle_status).bind(r.lifecycle_exit).bind(r.lifecycle_tail)
+      .bind(r.last_heartbeat).bind(r.terminated_at);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) !=
+      SQLITE_OK) {
+    Error e = db_error(db, "open " + path);
+    sqlite3_close(db);
+    return e;
+  }
+  sqlite3_busy_timeout(db, 5000);
+  std::unique_ptr<Store> store(new Store(db));
+  // FULL: a committed transaction survives a power cut, not only a process crash.
+  for (const char* pragma : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;",
+                             "PRAGMA foreign_keys=ON;"}) {
+    if (auto s = store->exec(pragma); !s) return s.error();
+  }
+  if (auto s = store->exec(kSchema); !s) return s.error();
+  return store;
+}
+
+Store::~Store() { sqlite3_close(db_); }
+
+Status Store::exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    return make_error("StoreError", msg);
+  }
+  return {};
+}
+
+Status Store::transaction(const std::function<Status()>& fn) {
+  std::lock_guard lock(mu_);
+  if (tx_depth_ > 0) return fn();  // nested: the outer transaction commits
+  if (auto s = exec("BEGIN IMMEDIATE;"); !s) return s;
+  ++tx_depth_;
+  Status result = fn();
+  --tx_depth_;
+  if (!result) {
+    exec("ROLLBACK;");
+    return result;
+  }
+  if (auto s = exec("COMMIT;"); !s) {
+    exec("ROLLBACK;");
+    return s;
+  }
+  return {};
+}
+
+Status Store::insert_cluster(const ClusterRow& r) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, "INSERT INTO clusters (id, name, arn, status, failure_message, spec, provisioning, "
+              "idx, applied_conf_hash, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  s.bind(r.id).bind(r.name).bind(r.arn).bind(r.status).bind(r.failure_message).bind(r.spec.dump())
+      .bind(r.provisioning.dump()).bind(r.index).bind(r.applied_conf_hash).bind(r.created_at)
+      .bind(r.updated_at);
+  return s.run("insert cluster " + r.name);
+}
+
+Status Store::update_cluster(const ClusterRow& r) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, "UPDATE clusters SET name=?, arn=?, status=?, failure_message=?, spec=?, "
+              "provisioning=?, idx=?, applied_conf_hash=?, created_at=?, updated_at=? WHERE id=?");
+  s.bind(r.name).bind(r.arn).bind(r.status).bind(r.failure_message).bind(r.spec.dump())
+      .bind(r.provisioning.dump()).bind(r.index).bind(r.applied_conf_hash).bind(r.created_at)
+      .bind(r.updated_at).bind(r.id);
+  return s.run("update cluster " + r.name);
+}
+
+std::optional<ClusterRow> Store::cluster_by_name(const std::string& name) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, (std::string("SELECT ") + kClusterCols +
+               " FROM clusters WHERE name=? AND status != 'Deleted'").c_str());
+  s.bind(name);
+  if (s.step() == SQLITE_ROW) return read_cluster(s);
+  return std::nullopt;
+}
+
+std::optional<ClusterRow> Store::cluster_by_id(const std::string& id) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, (std::string("SELECT ") + kClusterCols + " FROM clusters WHERE id=?").c_str());
+  s.bind(id);
+  if (s.step() == SQLITE_ROW) return read_cluster(s);
+  return std::nullopt;
+}
+
+std::vector<ClusterRow> Store::clusters(bool include_deleted) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kClusterCols + " FROM clusters";
+  if (!include_deleted) sql += " WHERE status != 'Deleted'";
+  sql += " ORDER BY created_at, id";
+  Stmt s(db_, sql.c_str());
+  std::vector<ClusterRow> out;
+  while (s.step() == SQLITE_ROW) out.push_back(read_cluster(s));
+  return out;
+}
+
+int Store::free_cluster_index() {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, "SELECT idx FROM clusters WHERE status != 'Deleted' ORDER BY idx");
+  int want = 1;
+  while (s.step() == SQLITE_ROW) {
+    int idx = s.i32(0);
+    if (idx > want) break;
+    if (idx == want) ++want;
+  }
+  return want;
+}
+
+Status Store::insert_instance(const InstanceRow& r) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, (std::string("INSERT INTO instances (") + kInstanceCols +
+               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)").c_str());
+  s.bind(r.instance_id);
+  bind_instance_values(s, r);
+  return s.run("insert instance " + r.instance_id);
+}
+
+Status Store::update_instance(const InstanceRow& r) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, "UPDATE instances SET cluster_id=?, grp=?, slot=?, node_name=?, status=?, "
+              "message=?, launch_time=?, pid=?, agent_token=?, lifecycle_status=?, "
+              "lifecycle_exit=?, lifecycle_tail=?, last_heartbeat=?, terminated_at=? "
+              "WHERE instance_id=?");
+  bind_instance_values(s, r);
+  s.bind(r.instance_id);
+  return s.run("update instance " + r.instance_id);
+}
+
+std::optional<InstanceRow> Store::instance(const std::string& instance_id) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, (std::string("SELECT ") + kInstanceCols + " FROM instances WHERE instance_id=?")
+                  .c_str());
+  s.bind(instance_id);
+  if (s.step() == SQLITE_ROW) return read_instance(s);
+  return std::nullopt;
+}
+
+std::vector<InstanceRow> Store::instances(const std::string& cluster_id, bool active_only) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kInstanceCols + " FROM instances WHERE cluster_id=?";
+  if (active_only) sql += " AND terminated_at = 0";
+  sql += " ORDER BY grp, slot, launch_time";
+  Stmt s(db_, sql.c_str());
+  s.bind(cluster_id);
+  std::vector<InstanceRow> out;
+  while (s.step() == SQLITE_ROW) out.push_back(read_instance(s));
+  return out;
+}
+
+Status Store::mutate_instance(const std::string& instance_id,
+                              const std::function<Status(InstanceRow&)>& fn) {
+  return transaction([&]() -> Status {
+    auto row = instance(instance_id);
+    if (!row) return make_error("ResourceNotFound", "no instance " + instance_id);
+    if (auto s = fn(*row); !s) return s;
+    return update_instance(*row);
+  });
+}
+
+Status Store::mutate_cluster(const std::string& id, const std::function<Status(ClusterRow&)>& fn) {
+  return transaction([&]() -> Status {
+    auto row = cluster_by_id(id);
+    if (!row) return make_error("ResourceNotFound", "no cluster " + id);
+    if (auto s = fn(*row); !s) return s;
+    return update_cluster(*row);
+  });
+}
+
+Result<long long> Store::append_event(EventRow r) {
+  std::lock_guard lock(mu_);
+  if (r.time == 0) r.time = ids::now_seconds();
+  Stmt s(db_, "INSERT INTO events (cluster_id, time, resource_type, grp, instance_id, node_name, "
+              "type, description) VALUES (?,?,?,?,?,?,?,?)");
+  s.bind(r.cluster_id).bind(r.time).bind(r.resource_type).bind(r.group).bind(r.instance_id)
+      .bind(r.node_name).bind(r.type).bind(r.description);
+  if (auto st = s.run("append event"); !st) return st.error();
+  return static_cast<long long>(sqlite3_last_insert_rowid(db_));
+}
+
+std::vector<EventRow> Store::events(const std::string& cluster_id, long long after_id, int limit,
+                                    const std::string& node_name) {
+  std::lock_guard lock(mu_);
+  std::string sql =
+      "SELECT id, cluster_id, time, resource_type, grp, instance_id, node_name, type, "
+      "description FROM events WHERE cluster_id=? AND id > ?";
+  if (!node_name.empty()) sql += " AND node_name=?";
+  sql += " ORDER BY id LIMIT ?";
+  Stmt s(db_, sql.c_str());
+  s.bind(cluster_id).bind(after_id);
+  if (!node_name.empty()) s.bind(node_name);
+  s.bind(limit);
+  std::vector<EventRow> out;
+  while (s.step() == SQLITE_ROW) {
+    EventRow r;
+    r.id = s.i64(0);
+    r.cluster_id = s.text(1);
+    r.time = s.real(2);
+    r.resource_type = s.text(3);
+    r.group = s.text(4);
+    r.instance_id = s.text(5);
+    r.node_name = s.text(6);
+    r.type = s.text(7);
+    r.description = s.text(8);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace endure::store

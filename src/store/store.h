@@ -1,0 +1,111 @@
+// endured's state: clusters, instances and the append-only event log, in SQLite (WAL).
+//
+// Every method is one transaction; transaction() groups several so that a crash leaves
+// all of them or none. The store is safe to use from several threads (one connection,
+// serialised by a mutex). Rows are plain structs; the reconciler decides what they mean.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/result.h"
+
+namespace endure::store {
+
+struct ClusterRow {
+  std::string id;    // 12 hex digits
+  std::string name;  // ClusterName, unique among clusters not deleted
+  std::string arn;
+  std::string status;  // Creating, InService, Updating, Deleting, Failed, Deleted
+  std::string failure_message;
+  json spec;          // the validated CreateCluster request, as ClusterSpec::to_json()
+  json provisioning;  // the validated provisioning parameters
+  int index = 0;      // small number, unique among live clusters: picks ports and addresses
+  std::string applied_conf_hash;  // slurm.conf last pushed to Slurm
+  double created_at = 0;
+  double updated_at = 0;
+};
+
+struct InstanceRow {
+  std::string instance_id;  // i- + 17 hex
+  std::string cluster_id;
+  std::string group;      // InstanceGroupName
+  int slot = 0;           // n in the hostname <group>-<n>
+  std::string node_name;  // <group>-<n>, the Slurm NodeName and hostname
+  std::string status;     // Pending, Running, Failure, ShuttingDown, ...
+  std::string message;
+  double launch_time = 0;
+  int pid = 0;                  // host pid of the node's first process (0: not launched)
+  std::string agent_token;      // the node's join credential
+  std::string lifecycle_status; // NotStarted, InProgress, Succeeded, Failed
+  int lifecycle_exit = -1;
+  std::string lifecycle_tail;
+  double last_heartbeat = 0;
+  double terminated_at = 0;  // 0 while the instance exists
+};
+
+struct EventRow {
+  long long id = 0;
+  std::string cluster_id;
+  double time = 0;
+  std::string resource_type;  // Cluster, InstanceGroup, Instance
+  std::string group;
+  std::string instance_id;
+  std::string node_name;
+  std::string type;  // ClusterCreating, InstanceLaunched, LifecycleFailed, ...
+  std::string description;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) the database at path, in WAL mode with full fsync.
+  static Result<std::unique_ptr<Store>> open(const std::string& path);
+  ~Store();
+
+  // Runs fn inside one transaction: committed when fn returns ok, rolled back otherwise.
+  // Calls to this store from fn join the same transaction.
+  Status transaction(const std::function<Status()>& fn);
+
+  Status insert_cluster(const ClusterRow& row);
+  Status update_cluster(const ClusterRow& row);  // by id; every column
+  std::optional<ClusterRow> cluster_by_name(const std::string& name);  // not Deleted
+  std::optional<ClusterRow> cluster_by_id(const std::string& id);
+  std::vector<ClusterRow> clusters(bool include_deleted = false);
+  // As mutate_instance, for a cluster by id.
+  Status mutate_cluster(const std::string& id, const std::function<Status(ClusterRow&)>& fn);
+  // The smallest index >= 1 not used by a live (not Deleted) cluster.
+  int free_cluster_index();
+
+  Status insert_instance(const InstanceRow& row);
+  Status update_instance(const InstanceRow& row);  // by instance_id; every column
+  std::optional<InstanceRow> instance(const std::string& instance_id);
+  // Reads the instance, lets fn change it, writes it back, in one transaction, so that
+  // concurrent writers of different fields do not undo each other. Fails with
+  // ResourceNotFound when there is no such instance; fn may return an error to abort.
+  Status mutate_instance(const std::string& instance_id,
+                         const std::function<Status(InstanceRow&)>& fn);
+  // Instances of a cluster, by group then slot then launch time.
+  std::vector<InstanceRow> instances(const std::string& cluster_id, bool active_only);
+
+  // Appends an event (its id and, when 0, its time are filled in) and returns its id.
+  Result<long long> append_event(EventRow row);
+  std::vector<EventRow> events(const std::string& cluster_id, long long after_id = 0,
+                               int limit = 1000, const std::string& node_name = "");
+
+ private:
+  explicit Store(sqlite3* db) : db_(db) {}
+  Status exec(const std::string& sql);
+
+  sqlite3* db_;
+  std::recursive_mutex mu_;
+  int tx_depth_ = 0;
+};
+
+}  // namespace endure::store

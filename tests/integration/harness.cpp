@@ -1,0 +1,256 @@
+#include "harness.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <thread>
+
+#include "common/fs.h"
+#include "common/ids.h"
+
+namespace endure::test {
+
+using namespace std::chrono_literals;
+
+std::filesystem::path bin_dir() { return ENDURE_BIN_DIR; }
+std::filesystem::path source_dir() { return ENDURE_SOURCE_DIR; }
+std::filesystem::path base_lifecycle_dir() {
+  return source_dir() / "examples/lifecycle/base-config";
+}
+
+TempDir::TempDir() {
+  char tmpl[] = "/tmp/endure-it-XXXXXX";
+  path_ = mkdtemp(tmpl);
+}
+
+TempDir::~TempDir() { fs::remove_tree(path_); }
+
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    reap_orphan_instances();
+    std::this_thread::sleep_for(100ms);
+  }
+  return pred();
+}
+
+namespace {
+
+// A port no one listens on now, away from the ones clusters use (16000-32767).
+int pick_port() {
+  static int next = 7300 + static_cast<int>(getpid() % 500);
+  return next++;
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  auto t = fs::read_file(p);
+  return t ? *t : "";
+}
+
+}  // namespace
+
+Endured::Endured(std::filesystem::path home) : home_(std::move(home)), port_(pick_port()) {}
+
+Endured::~Endured() {
+  if (!running()) start();
+  delete_all_clusters();
+  stop();
+}
+
+void Endured::start(const std::string& crash_at) {
+  std::filesystem::create_directories(home_);
+  std::filesystem::remove(home_ / "endpoint");
+  std::string exe = (bin_dir() / "endured").string();
+  std::string home_arg = "--home=" + home_.string();
+  std::string port_arg = "--port=" + std::to_string(port_);
+  std::string log = (home_ / "endured.log").string();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    if (!crash_at.empty()) setenv("ENDURE_CRASH_AT", crash_at.c_str(), 1);
+    execl(exe.c_str(), exe.c_str(), home_arg.c_str(), port_arg.c_str(), nullptr);
+    _exit(127);
+  }
+  pid_ = pid;
+  bool up = wait_until([&] { return std::filesystem::exists(home_ / "endpoint"); }, 10s);
+  ASSERT_TRUE(up) << "endured did not start; its log:\n" << read_text(log);
+}
+
+bool Endured::wait_exit(std::chrono::milliseconds timeout) {
+  if (pid_ <= 0) return true;
+  bool gone = wait_until([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, timeout);
+  if (gone) pid_ = 0;
+  return gone;
+}
+
+void Endured::kill9() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = 0;
+}
+
+void Endured::stop() {
+  if (pid_ <= 0) return;
+  kill(pid_, SIGTERM);
+  bool gone = wait_until([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, 15s);
+  if (!gone) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  pid_ = 0;
+}
+
+HttpClient Endured::client() const {
+  std::string token = read_text(home_ / "token");
+  while (!token.empty() && token.back() == '\n') token.pop_back();
+  return HttpClient(Endpoint{"127.0.0.1", port_}, token, 30);
+}
+
+Result<json> Endured::call(const std::string& action, const json& body) const {
+  return client().post("/v1/" + action, body);
+}
+
+process::Output Endured::cli(const std::vector<std::string>& args,
+                             std::chrono::milliseconds timeout) const {
+  std::vector<std::string> argv = {(bin_dir() / "endure").string()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  process::Options options;
+  options.timeout = timeout;
+  options.env = {{"ENDURE_HOME", home_.string()}};
+  return process::run(argv, options);
+}
+
+std::string Endured::wait_status(const std::string& cluster, const std::set<std::string>& want,
+                                 std::chrono::seconds timeout) {
+  std::string status;
+  wait_until(
+      [&] {
+        auto r = call("DescribeCluster", {{"ClusterName", cluster}});
+        if (!r) {
+          status = r.error().code;
+        } else {
+          status = (*r)["ClusterStatus"].get<std::string>();
+        }
+        return want.count(status) > 0 || status == "Failed";
+      },
+      timeout);
+  return status;
+}
+
+process::Output Endured::exec(const std::string& cluster, const std::string& node,
+                              const std::string& shell_command) const {
+  return cli({"exec", "--cluster-name", cluster, "--node", node, "--", "/bin/bash", "-c",
+              shell_command});
+}
+
+void Endured::delete_all_clusters() {
+  auto list = call("ListClusters", json::object());
+  if (!list) return;
+  for (const auto& c : (*list)["ClusterSummaries"]) {
+    call("DeleteCluster", {{"ClusterName", c["ClusterName"]}});
+  }
+  wait_until(
+      [&] {
+        auto l = call("ListClusters", json::object());
+        return l && (*l)["ClusterSummaries"].empty();
+      },
+      60s);
+}
+
+json make_spec(const std::string& name, int workers, const std::filesystem::path& lifecycle) {
+  auto group = [&](const std::string& g, int count) {
+    return json{{"InstanceGroupName", g},
+                {"InstanceType", "local.c2"},
+                {"InstanceCount", count},
+                {"LifeCycleConfig",
+                 {{"SourceS3Uri", lifecycle.string()}, {"OnCreate", "on_create.sh"}}},
+                {"ThreadsPerCore", 1}};
+  };
+  return {{"ClusterName", name},
+          {"InstanceGroups", json::array({group("controller", 1), group("worker", workers)})},
+          {"NodeRecovery", "Automatic"}};
+}
+
+std::string pid_namespace_of(int pid) {
+  std::error_code ec;
+  auto target = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec);
+  return ec ? "" : target.string();
+}
+
+namespace {
+
+template <class Fn>
+void for_each_process(Fn fn) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string name = entry.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    fn(std::stoi(name));
+  }
+}
+
+std::string cmdline_of(int pid) {
+  std::string text = read_text("/proc/" + std::to_string(pid) + "/cmdline");
+  for (auto& c : text) {
+    if (c == '\0') c = ' ';
+  }
+  return text;
+}
+
+}  // namespace
+
+std::vector<int> processes_in_pid_namespace(const std::string& ns) {
+  std::vector<int> pids;
+  for_each_process([&](int pid) {
+    if (pid_namespace_of(pid) == ns && process::alive(pid)) pids.push_back(pid);
+  });
+  return pids;
+}
+
+std::vector<int> instance_processes(const std::filesystem::path& home,
+                                    const std::string& cluster_id) {
+  std::string marker = "--local-boot " + (home / "clusters" / cluster_id).string() + "/";
+  std::vector<int> pids;
+  for_each_process([&](int pid) {
+    if (process::alive(pid) && cmdline_of(pid).find(marker) != std::string::npos) {
+      pids.push_back(pid);
+    }
+  });
+  return pids;
+}
+
+void reap_orphan_instances() {
+  int self = getpid();
+  for_each_process([&](int pid) {
+    std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+    auto close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) return;
+    char state = stat[close_paren + 2];
+    int ppid = std::atoi(stat.c_str() + close_paren + 4);
+    if (state == 'Z' && ppid == self && stat.find("(endure-agent)") != std::string::npos) {
+      waitpid(pid, nullptr, WNOHANG);
+    }
+  });
+}
+
+}  // namespace endure::test
+
+int main(int argc, char** argv) {
+  // Instances outlive a killed endured; as a subreaper the test inherits (and reaps) them.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  signal(SIGPIPE, SIG_IGN);
+  ::testing::InitGoogleTest(&argc, argv);
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "integration tests need root (namespaces, Slurm daemons)\n");
+    return 1;
+  }
+  return RUN_ALL_TESTS();
+}

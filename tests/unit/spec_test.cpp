@@ -1,0 +1,494 @@
+// The CreateCluster / UpdateCluster spec: every rule is named by the field path it reports.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/wire.h"
+#include "spec/cluster_spec.h"
+#include "spec/instance_types.h"
+
+namespace endure::spec {
+namespace {
+
+// One valid group; cases below change one thing each.
+std::string group(const std::string& name, int count = 1) {
+  return R"({"InstanceGroupName":")" + name + R"(","InstanceType":"local.c1","InstanceCount":)" +
+         std::to_string(count) +
+         R"(,"LifeCycleConfig":{"SourceS3Uri":"/src","OnCreate":"on_create.sh"}})";
+}
+
+std::string groups_of(int n, int count) {
+  std::string out = "[";
+  for (int i = 0; i < n; ++i) out += (i ? "," : "") + group("g" + std::to_string(i), count);
+  return out + "]";
+}
+
+// A whole request around a literal InstanceGroups entry.
+std::string with_group(const std::string& group_text) {
+  return R"({"ClusterName":"c","InstanceGroups":[)" + group_text + "]}";
+}
+
+// A group whose LifeCycleConfig is the given literal.
+std::string with_lifecycle(const std::string& lifecycle_text) {
+  return with_group(
+      R"({"InstanceGroupName":"w","InstanceType":"local.c1","InstanceCount":1,"LifeCycleConfig":)" +
+      lifecycle_text + "}");
+}
+
+// A group with one more (or replacing) field, spelled as JSON text.
+std::string with_group_field(const std::string& field_text) {
+  std::string g = group("w");
+  return with_group(g.substr(0, g.size() - 1) + "," + field_text + "}");
+}
+
+std::string group_without(const std::string& field) {
+  json g = json::parse(group("w"));
+  g.erase(field);
+  return with_group(g.dump());
+}
+
+std::string with_count(const std::string& count_text) {
+  return with_group(R"({"InstanceGroupName":"w","InstanceType":"local.c1","InstanceCount":)" +
+                    count_text +
+                    R"(,"LifeCycleConfig":{"SourceS3Uri":"/src","OnCreate":"on_create.sh"}})");
+}
+
+std::string with_top(const std::string& fields_text) {
+  return R"({"ClusterName":"c","InstanceGroups":[)" + group("w") + "]," + fields_text + "}";
+}
+
+std::string with_name(const std::string& name_json) {
+  return R"({"ClusterName":)" + name_json + R"(,"InstanceGroups":[)" + group("w") + "]}";
+}
+
+struct MalformedCase {
+  std::string name;  // test name suffix
+  std::string text;  // the request, as JSON text
+  std::string path;  // the field path the error must name
+};
+
+std::vector<MalformedCase> malformed_cases() {
+  const std::string long_name(64, 'a');
+  return {
+      {"request_is_array", "[]", ""},
+      {"request_is_string", R"("cluster")", ""},
+      {"unknown_top_level_field", with_top(R"("Foo":1)"), "Foo"},
+      {"orchestrator_not_supported", with_top(R"("Orchestrator":{"Eks":{}})"), "Orchestrator"},
+      {"tags_not_array", with_top(R"("Tags":{"k":"v"})"), "Tags"},
+      {"cluster_name_missing", R"({"InstanceGroups":[)" + group("w") + "]}", "ClusterName"},
+      {"cluster_name_number", with_name("5"), "ClusterName"},
+      {"cluster_name_empty", with_name(R"("")"), "ClusterName"},
+      {"cluster_name_too_long", with_name("\"" + long_name + "\""), "ClusterName"},
+      {"cluster_name_underscore", with_name(R"("my_cluster")"), "ClusterName"},
+      {"cluster_name_leading_hyphen", with_name(R"("-c")"), "ClusterName"},
+      {"cluster_name_trailing_hyphen", with_name(R"("c-")"), "ClusterName"},
+      {"cluster_name_slash", with_name(R"("a/b")"), "ClusterName"},
+      {"instance_groups_missing", R"({"ClusterName":"c"})", "InstanceGroups"},
+      {"instance_groups_object", R"({"ClusterName":"c","InstanceGroups":{}})", "InstanceGroups"},
+      {"instance_groups_empty", R"({"ClusterName":"c","InstanceGroups":[]})", "InstanceGroups"},
+      {"instance_groups_too_many",
+       R"({"ClusterName":"c","InstanceGroups":)" + groups_of(kMaxInstanceGroups + 1, 1) + "}",
+       "InstanceGroups"},
+      {"instances_over_cluster_total",
+       R"({"ClusterName":"c","InstanceGroups":)" + groups_of(5, kMaxInstancesPerGroup) + "}",
+       "InstanceGroups"},
+      {"group_not_object", with_group("5"), "InstanceGroups[0]"},
+      {"group_unknown_field", with_group_field(R"("Foo":1)"), "InstanceGroups[0].Foo"},
+      {"group_name_missing", group_without("InstanceGroupName"),
+       "InstanceGroups[0].InstanceGroupName"},
+      {"group_name_dot", with_group(group("w.1")), "InstanceGroups[0].InstanceGroupName"},
+      {"group_name_too_long", with_group(group(long_name)), "InstanceGroups[0].InstanceGroupName"},
+      {"group_name_duplicate", with_group(group("w") + "," + group("w")),
+       "InstanceGroups[1].InstanceGroupName"},
+      {"group_name_duplicate_ignoring_case",
+       with_group(group("a") + "," + group("w") + "," + group("W")),
+       "InstanceGroups[2].InstanceGroupName"},
+      {"instance_type_missing", group_without("InstanceType"), "InstanceGroups[0].InstanceType"},
+      {"instance_type_unknown",
+       with_group(R"({"InstanceGroupName":"w","InstanceType":"ml.p4d.24xlarge","InstanceCount":1,)"
+                  R"("LifeCycleConfig":{"SourceS3Uri":"/src","OnCreate":"on_create.sh"}})"),
+       "InstanceGroups[0].InstanceType"},
+      {"instance_count_missing", group_without("InstanceCount"), "InstanceGroups[0].InstanceCount"},
+      {"instance_count_float", with_count("1.0"), "InstanceGroups[0].InstanceCount"},
+      {"instance_count_fraction", with_count("2.5"), "InstanceGroups[0].InstanceCount"},
+      {"instance_count_string", with_count(R"("1")"), "InstanceGroups[0].InstanceCount"},
+      {"instance_count_bool", with_count("true"), "InstanceGroups[0].InstanceCount"},
+      {"instance_count_null", with_count("null"), "InstanceGroups[0].InstanceCount"},
+      {"instance_count_negative", with_count("-1"), "InstanceGroups[0].InstanceCount"},
+      {"instance_count_over_group_max", with_count("65"), "InstanceGroups[0].InstanceCount"},
+      {"instance_count_over_uint64", with_count("18446744073709551615"),
+       "InstanceGroups[0].InstanceCount"},
+      {"second_group_count_bad", with_group(group("a") + "," + group("b", 99)),
+       "InstanceGroups[1].InstanceCount"},
+      {"lifecycle_missing", group_without("LifeCycleConfig"), "InstanceGroups[0].LifeCycleConfig"},
+      {"lifecycle_string", with_lifecycle(R"("/src/on_create.sh")"),
+       "InstanceGroups[0].LifeCycleConfig"},
+      {"lifecycle_unknown_field",
+       with_lifecycle(R"({"SourceS3Uri":"/src","OnCreate":"a.sh","OnStart":"b.sh"})"),
+       "InstanceGroups[0].LifeCycleConfig.OnStart"},
+      {"source_missing", with_lifecycle(R"({"OnCreate":"a.sh"})"),
+       "InstanceGroups[0].LifeCycleConfig.SourceS3Uri"},
+      {"source_empty", with_lifecycle(R"({"SourceS3Uri":"","OnCreate":"a.sh"})"),
+       "InstanceGroups[0].LifeCycleConfig.SourceS3Uri"},
+      {"source_http", with_lifecycle(R"({"SourceS3Uri":"http://host/src","OnCreate":"a.sh"})"),
+       "InstanceGroups[0].LifeCycleConfig.SourceS3Uri"},
+      {"source_relative", with_lifecycle(R"({"SourceS3Uri":"scripts","OnCreate":"a.sh"})"),
+       "InstanceGroups[0].LifeCycleConfig.SourceS3Uri"},
+      {"source_file_relative",
+       with_lifecycle(R"({"SourceS3Uri":"file://scripts","OnCreate":"a.sh"})"),
+       "InstanceGroups[0].LifeCycleConfig.SourceS3Uri"},
+      {"source_s3_without_bucket", with_lifecycle(R"({"SourceS3Uri":"s3://","OnCreate":"a.sh"})"),
+       "InstanceGroups[0].LifeCycleConfig.SourceS3Uri"},
+      {"on_create_missing", with_lifecycle(R"({"SourceS3Uri":"/src"})"),
+       "InstanceGroups[0].LifeCycleConfig.OnCreate"},
+      {"on_create_number", with_lifecycle(R"({"SourceS3Uri":"/src","OnCreate":1})"),
+       "InstanceGroups[0].LifeCycleConfig.OnCreate"},
+      {"on_create_absolute", with_lifecycle(R"({"SourceS3Uri":"/src","OnCreate":"/bin/sh"})"),
+       "InstanceGroups[0].LifeCycleConfig.OnCreate"},
+      {"on_create_parent", with_lifecycle(R"({"SourceS3Uri":"/src","OnCreate":"../a.sh"})"),
+       "InstanceGroups[0].LifeCycleConfig.OnCreate"},
+      {"on_create_inner_parent",
+       with_lifecycle(R"({"SourceS3Uri":"/src","OnCreate":"lib/../../a.sh"})"),
+       "InstanceGroups[0].LifeCycleConfig.OnCreate"},
+      {"threads_per_core_three", with_group_field(R"("ThreadsPerCore":3)"),
+       "InstanceGroups[0].ThreadsPerCore"},
+      {"threads_per_core_string", with_group_field(R"("ThreadsPerCore":"2")"),
+       "InstanceGroups[0].ThreadsPerCore"},
+      {"execution_role_number", with_group_field(R"("ExecutionRole":1)"),
+       "InstanceGroups[0].ExecutionRole"},
+      {"node_recovery_unknown", with_top(R"("NodeRecovery":"Manual")"), "NodeRecovery"},
+      {"node_recovery_lowercase", with_top(R"("NodeRecovery":"automatic")"), "NodeRecovery"},
+      {"node_recovery_bool", with_top(R"("NodeRecovery":true)"), "NodeRecovery"},
+  };
+}
+
+// gtest names a failing case by this rather than by the struct's bytes.
+void PrintTo(const MalformedCase& c, std::ostream* os) { *os << c.name; }
+
+class SpecMalformed : public testing::TestWithParam<MalformedCase> {};
+
+TEST_P(SpecMalformed, IsRejectedAtItsPath) {
+  const MalformedCase& c = GetParam();
+  SCOPED_TRACE(c.text);
+  json request = json::parse(c.text);
+  std::vector<FieldError> errors = validate_cluster_spec(request);
+  ASSERT_FALSE(errors.empty());
+  // Each case breaks one rule, so every error names that one field: no knock-on noise.
+  for (const FieldError& e : errors) EXPECT_EQ(e.path, c.path) << e.rule;
+
+  Result<ClusterSpec> parsed = parse_cluster_spec(request);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.error().code, api::kValidationException);
+  EXPECT_EQ(parsed.error().message, describe(errors));
+}
+
+INSTANTIATE_TEST_SUITE_P(Spec, SpecMalformed, testing::ValuesIn(malformed_cases()),
+                         [](const testing::TestParamInfo<MalformedCase>& param) {
+                           return param.param.name;
+                         });
+
+TEST(SpecMalformedTable, HasAtLeast25DistinctCases) {
+  std::vector<MalformedCase> cases = malformed_cases();
+  EXPECT_GE(cases.size(), 25u);
+  std::set<std::string> names, texts;
+  for (const MalformedCase& c : cases) {
+    names.insert(c.name);
+    texts.insert(c.text);
+  }
+  EXPECT_EQ(names.size(), cases.size());
+  EXPECT_EQ(texts.size(), cases.size());
+}
+
+const char* kValidSpec = R"({
+  "ClusterName": "ml-cluster",
+  "InstanceGroups": [
+    {"InstanceGroupName": "controller", "InstanceType": "local.c1", "InstanceCount": 1,
+     "LifeCycleConfig": {"SourceS3Uri": "/opt/lifecycle", "OnCreate": "on_create.sh"}},
+    {"InstanceGroupName": "worker", "InstanceType": "local.c4", "InstanceCount": 4,
+     "LifeCycleConfig": {"SourceS3Uri": "s3://bucket/lifecycle", "OnCreate": "scripts/on_create.sh"},
+     "ThreadsPerCore": 2, "ExecutionRole": "arn:aws:iam::1:role/x", "InstanceStorageConfigs": []}
+  ],
+  "NodeRecovery": "None",
+  "Tags": [{"Key": "team", "Value": "ml"}],
+  "VpcConfig": {"Subnets": []}
+})";
+
+TEST(SpecTest, ValidSpecParsesAndRoundTrips) {
+  json request = json::parse(kValidSpec);
+  EXPECT_TRUE(validate_cluster_spec(request).empty()) << describe(validate_cluster_spec(request));
+  Result<ClusterSpec> spec = parse_cluster_spec(request);
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->name, "ml-cluster");
+  EXPECT_EQ(spec->node_recovery, "None");
+  ASSERT_EQ(spec->groups.size(), 2u);
+  const InstanceGroupSpec& worker = spec->groups[1];
+  EXPECT_EQ(worker.name, "worker");
+  EXPECT_EQ(worker.instance_type, "local.c4");
+  EXPECT_EQ(worker.instance_count, 4);
+  EXPECT_EQ(worker.lifecycle.source_uri, "s3://bucket/lifecycle");
+  EXPECT_EQ(worker.lifecycle.on_create, "scripts/on_create.sh");
+  EXPECT_EQ(worker.threads_per_core, 2);
+  EXPECT_EQ(spec->find_group("worker"), &spec->groups[1]);
+  EXPECT_EQ(spec->find_group("nope"), nullptr);
+
+  json echoed = spec->to_json();
+  EXPECT_FALSE(echoed.contains("Tags"));  // accepted, not kept
+  Result<ClusterSpec> again = parse_cluster_spec(echoed);
+  ASSERT_TRUE(again.ok()) << again.error().message;
+  EXPECT_EQ(again->to_json(), echoed);
+}
+
+TEST(SpecTest, AppliesDefaults) {
+  Result<ClusterSpec> spec = parse_cluster_spec(json::parse(with_group(group("w"))));
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->groups[0].threads_per_core, 1);
+  EXPECT_EQ(spec->node_recovery, "Automatic");
+  EXPECT_EQ(spec->to_json()["InstanceGroups"][0]["ThreadsPerCore"], 1);
+  EXPECT_EQ(spec->to_json()["NodeRecovery"], "Automatic");
+}
+
+TEST(SpecTest, AcceptsEachSourceFormAndZeroInstances) {
+  for (const char* source :
+       {"/abs/path", "file:///abs/path", "s3://bucket/prefix", "s3://bucket"}) {
+    SCOPED_TRACE(source);
+    json request = json::parse(with_count("0"));
+    request["InstanceGroups"][0]["LifeCycleConfig"]["SourceS3Uri"] = source;
+    EXPECT_TRUE(validate_cluster_spec(request).empty()) << describe(validate_cluster_spec(request));
+  }
+}
+
+TEST(SpecTest, ReportsEveryErrorAtOnce) {
+  json request = json::parse(R"({
+    "ClusterName": "bad_name",
+    "InstanceGroups": [
+      {"InstanceGroupName": "w", "InstanceType": "local.gpu", "InstanceCount": 1.5,
+       "LifeCycleConfig": {"SourceS3Uri": "http://x", "OnCreate": "../x.sh"}},
+      {"InstanceGroupName": "w", "InstanceType": "local.c1", "InstanceCount": 1}
+    ],
+    "NodeRecovery": "Sometimes",
+    "Extra": 1
+  })");
+  std::vector<FieldError> errors = validate_cluster_spec(request);
+  std::vector<std::string> paths;
+  for (const FieldError& e : errors) paths.push_back(e.path);
+  std::vector<std::string> want = {
+      "Extra",
+      "ClusterName",
+      "InstanceGroups[0].InstanceType",
+      "InstanceGroups[0].InstanceCount",
+      "InstanceGroups[0].LifeCycleConfig.SourceS3Uri",
+      "InstanceGroups[0].LifeCycleConfig.OnCreate",
+      "InstanceGroups[1].LifeCycleConfig",
+      "InstanceGroups[1].InstanceGroupName",
+      "NodeRecovery",
+  };
+  EXPECT_EQ(paths, want) << describe(errors);
+  std::string message = describe(errors);
+  EXPECT_NE(message.find("InstanceGroups[0].InstanceCount: must be an integer from 0 to 64"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("; NodeRecovery: must be one of Automatic, None"), std::string::npos)
+      << message;
+}
+
+TEST(SpecTest, DescribeJoinsPathAndRule) {
+  EXPECT_EQ(describe({}), "");
+  EXPECT_EQ(describe({{"A", "is required"}, {"B[0].C", "must be 1 or 2"}}),
+            "A: is required; B[0].C: must be 1 or 2");
+  EXPECT_EQ(describe({{"", "must be a JSON object"}}), "must be a JSON object");
+}
+
+TEST(SpecTest, UnknownFieldRuleListsKnownFields) {
+  std::vector<FieldError> errors = validate_cluster_spec(json::parse(with_top(R"("Foo":1)")));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rule.rfind("is not a known field; known: ClusterName, InstanceGroups, "
+                                 "NodeRecovery, Tags",
+                                 0),
+            0u)
+      << errors[0].rule;
+}
+
+TEST(SpecTest, UnknownInstanceTypeRuleListsKnownTypes) {
+  json request = json::parse(with_group(group("w")));
+  request["InstanceGroups"][0]["InstanceType"] = "local.c3";
+  std::vector<FieldError> errors = validate_cluster_spec(request);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].rule, "must be one of " + instance_type_names());
+}
+
+TEST(SpecTest, InstanceTypesAreTheLocalOnes) {
+  for (const char* name : {"local.c1", "local.c2", "local.c4", "local.m2"}) {
+    SCOPED_TRACE(name);
+    const InstanceType* type = find_instance_type(name);
+    ASSERT_NE(type, nullptr);
+    EXPECT_GT(type->cpus, 0);
+    EXPECT_GE(type->memory_mib, 1024);
+    EXPECT_EQ(type->gpus, 0);
+    EXPECT_FALSE(type->summary.empty());
+  }
+  EXPECT_EQ(find_instance_type("local.c2")->cpus, 2);
+  EXPECT_EQ(find_instance_type("local.m2")->memory_mib, 4096);
+  EXPECT_EQ(find_instance_type("ml.p4d.24xlarge"), nullptr);
+  EXPECT_EQ(instance_type_names().rfind("local.c1, local.c2, local.c4, local.m2", 0), 0u);
+}
+
+// --- UpdateCluster ---
+
+ClusterSpec current_spec() {
+  Result<ClusterSpec> spec = parse_cluster_spec(json::parse(kValidSpec));
+  EXPECT_TRUE(spec.ok());
+  return *spec;
+}
+
+// The current spec as an update request, so each test changes one thing.
+json update_request() {
+  json request = current_spec().to_json();
+  request.erase("NodeRecovery");
+  return request;
+}
+
+// The paths apply_cluster_update reports; checks that it refuses exactly when they exist.
+std::vector<std::string> update_error_paths(const ClusterSpec& current, const json& request) {
+  std::vector<FieldError> errors = validate_cluster_update(current, request);
+  Result<ClusterSpec> next = apply_cluster_update(current, request);
+  EXPECT_EQ(next.ok(), errors.empty());
+  if (!next.ok()) {
+    EXPECT_EQ(next.error().code, api::kValidationException);
+    EXPECT_EQ(next.error().message, describe(errors));
+  }
+  std::vector<std::string> paths;
+  for (const FieldError& e : errors) paths.push_back(e.path);
+  return paths;
+}
+
+TEST(SpecUpdateTest, ScalesUpAndDown) {
+  ClusterSpec current = current_spec();
+  json request = update_request();
+  request["InstanceGroups"][1]["InstanceCount"] = 8;
+  Result<ClusterSpec> up = apply_cluster_update(current, request);
+  ASSERT_TRUE(up.ok()) << up.error().message;
+  EXPECT_EQ(up->find_group("worker")->instance_count, 8);
+  EXPECT_EQ(up->find_group("controller")->instance_count, 1);
+  EXPECT_EQ(up->node_recovery, "None");  // left out: unchanged
+
+  request["InstanceGroups"][1]["InstanceCount"] = 0;
+  request["NodeRecovery"] = "Automatic";
+  Result<ClusterSpec> down = apply_cluster_update(*up, request);
+  ASSERT_TRUE(down.ok()) << down.error().message;
+  EXPECT_EQ(down->find_group("worker")->instance_count, 0);
+  EXPECT_EQ(down->node_recovery, "Automatic");
+  // The result is a valid spec in its own right.
+  EXPECT_TRUE(validate_cluster_spec(down->to_json()).empty());
+}
+
+TEST(SpecUpdateTest, AcceptsGroupsInAnyOrderAndOmittedThreadsPerCore) {
+  json request = update_request();
+  std::swap(request["InstanceGroups"][0], request["InstanceGroups"][1]);
+  request["InstanceGroups"][0].erase("ThreadsPerCore");  // worker, 2 in the spec
+  Result<ClusterSpec> next = apply_cluster_update(current_spec(), request);
+  ASSERT_TRUE(next.ok()) << next.error().message;
+  EXPECT_EQ(next->groups[0].name, "controller");  // the spec's order is kept
+  EXPECT_EQ(next->find_group("worker")->threads_per_core, 2);
+}
+
+TEST(SpecUpdateTest, RejectsTypeChange) {
+  json request = update_request();
+  request["InstanceGroups"][1]["InstanceType"] = "local.c2";
+  Result<ClusterSpec> next = apply_cluster_update(current_spec(), request);
+  ASSERT_FALSE(next.ok());
+  EXPECT_EQ(update_error_paths(current_spec(), request),
+            std::vector<std::string>{"InstanceGroups[1].InstanceType"});
+  EXPECT_NE(next.error().message.find("cannot be changed by UpdateCluster"), std::string::npos);
+}
+
+TEST(SpecUpdateTest, RejectsLifecycleAndThreadsChange) {
+  json request = update_request();
+  request["InstanceGroups"][0]["LifeCycleConfig"]["OnCreate"] = "other.sh";
+  request["InstanceGroups"][1]["LifeCycleConfig"]["SourceS3Uri"] = "/elsewhere";
+  request["InstanceGroups"][1]["ThreadsPerCore"] = 1;
+  EXPECT_EQ(update_error_paths(current_spec(), request),
+            (std::vector<std::string>{
+                "InstanceGroups[0].LifeCycleConfig.OnCreate",
+                "InstanceGroups[1].LifeCycleConfig.SourceS3Uri",
+                "InstanceGroups[1].ThreadsPerCore",
+            }));
+}
+
+TEST(SpecUpdateTest, RejectsMissingGroup) {
+  json request = update_request();
+  request["InstanceGroups"].erase(1);
+  Result<ClusterSpec> next = apply_cluster_update(current_spec(), request);
+  ASSERT_FALSE(next.ok());
+  EXPECT_EQ(next.error().message, "InstanceGroups: group 'worker' is missing; list every group");
+}
+
+TEST(SpecUpdateTest, RejectsUnknownGroup) {
+  json request = update_request();
+  json extra = request["InstanceGroups"][1];
+  extra["InstanceGroupName"] = "gpu";
+  request["InstanceGroups"].push_back(extra);
+  Result<ClusterSpec> next = apply_cluster_update(current_spec(), request);
+  ASSERT_FALSE(next.ok());
+  EXPECT_EQ(next.error().message,
+            "InstanceGroups[2].InstanceGroupName: no such instance group in cluster ml-cluster "
+            "(adding groups is not supported)");
+}
+
+TEST(SpecUpdateTest, RejectsGroupListedTwice) {
+  json request = update_request();
+  request["InstanceGroups"].push_back(request["InstanceGroups"][1]);
+  EXPECT_EQ(update_error_paths(current_spec(), request),
+            std::vector<std::string>{"InstanceGroups[2].InstanceGroupName"});
+}
+
+TEST(SpecUpdateTest, RejectsNameMismatch) {
+  json request = update_request();
+  request["ClusterName"] = "other-cluster";
+  EXPECT_EQ(update_error_paths(current_spec(), request), std::vector<std::string>{"ClusterName"});
+}
+
+TEST(SpecUpdateTest, ValidatesListedGroupsLikeCreate) {
+  ClusterSpec current = current_spec();
+  struct Case {
+    std::string name;
+    std::string field;
+    json value;
+    std::string path;
+  };
+  std::vector<Case> cases = {
+      {"count over max", "InstanceCount", 65, "InstanceGroups[1].InstanceCount"},
+      {"count float", "InstanceCount", 2.0, "InstanceGroups[1].InstanceCount"},
+      {"unknown field", "Foo", 1, "InstanceGroups[1].Foo"},
+      {"bad threads", "ThreadsPerCore", 4, "InstanceGroups[1].ThreadsPerCore"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    json request = update_request();
+    request["InstanceGroups"][1][c.field] = c.value;
+    EXPECT_EQ(update_error_paths(current, request), std::vector<std::string>{c.path});
+  }
+  json request = update_request();
+  request["NodeRecovery"] = "Never";
+  EXPECT_EQ(update_error_paths(current, request), std::vector<std::string>{"NodeRecovery"});
+  request = update_request();
+  request.erase("InstanceGroups");
+  EXPECT_EQ(update_error_paths(current, request), std::vector<std::string>{"InstanceGroups"});
+  EXPECT_EQ(update_error_paths(current, json::array()), std::vector<std::string>{""});
+}
+
+TEST(SpecUpdateTest, RejectsScalingPastTheClusterTotal) {
+  json request = json::parse(R"({"ClusterName":"c","InstanceGroups":)" + groups_of(5, 50) + "}");
+  Result<ClusterSpec> current = parse_cluster_spec(request);
+  ASSERT_TRUE(current.ok()) << current.error().message;
+  request["InstanceGroups"][4]["InstanceCount"] = 56;  // 256: the limit itself
+  ASSERT_TRUE(apply_cluster_update(*current, request).ok());
+  request["InstanceGroups"][4]["InstanceCount"] = 57;
+  EXPECT_EQ(update_error_paths(*current, request), std::vector<std::string>{"InstanceGroups"});
+}
+
+}  // namespace
+}  // namespace endure::spec
