@@ -16,7 +16,8 @@ Status atomic_write_file(const std::filesystem::path& path, const std::string& d
 // Reads a whole file. Fails with code "NotFound" when it does not exist.
 Result<std::string> read_file(const std::filesystem::path& path);
 
-// mkdir -p with the given mode for folders it creates.
+// mkdir -p; the last folder gets the given mode (whether it existed or not), the ones on
+// the way the umask's default.
 Status make_dirs(const std::filesystem::path& path, int mode = 0755);
 
 // Removes a tree; succeeds when it is already gone.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -139,7 +140,18 @@ Output run(const std::vector<std::string>& argv, const Options& options) {
   close_quietly(in_fd);
   close_quietly(out_fd);
   close_quietly(err_fd);
-  while (!reaped && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // The child may have closed its output and still run: the deadline holds for it too.
+  while (!reaped) {
+    pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid || (got < 0 && errno != EINTR)) break;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);

@@ -25,7 +25,8 @@ struct Options {
 };
 
 // Runs argv[0] (looked up in PATH) and waits for it, up to the timeout; on timeout the
-// child's whole process group is killed. Never throws.
+// child's whole process group is killed. Never throws. REQUIRES: SIGPIPE is ignored in
+// this process when stdin_data is given (a child that exits unread would raise it).
 Output run(const std::vector<std::string>& argv, const Options& options = {});
 
 // True when a process with this pid exists and is not a zombie.

@@ -366,17 +366,18 @@ void Reconciler::push_slurm_conf(const store::ClusterRow& cluster,
   slurm::SlurmClient client([&](const std::vector<std::string>& argv, std::chrono::milliseconds t) {
     return provider_.exec(cluster.id, controller->instance_id, argv, t);
   });
-  auto known = client.nodes();
-  if (!known) {
-    log::warn("{}: {}", cluster.name, known.error().message);
-    return;
-  }
+  // A slurmctld that is down (a restart that failed) is started on the current conf.
+  auto known = client.controller_up() ? client.nodes()
+                                      : Result<std::vector<slurm::NodeState>>(
+                                            make_error("SlurmError", "slurmctld is down"));
   std::set<std::string> known_names, wanted_names;
-  for (const auto& n : *known) known_names.insert(n.name);
+  if (known) {
+    for (const auto& n : *known) known_names.insert(n.name);
+  }
   for (const auto& n : layout.nodes) {
     if (n.role == spec::NodeRole::kWorker) wanted_names.insert(n.node_name);
   }
-  bool restart = known_names != wanted_names;
+  bool restart = !known || known_names != wanted_names;
   Status s = restart ? client.restart_controller() : client.reconfigure();
   if (!s) {
     log::warn("{}: {}", cluster.name, s.error().message);

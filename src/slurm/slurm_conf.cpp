@@ -49,15 +49,21 @@ std::string render_slurm_conf(const spec::ClusterLayout& layout) {
   line("SchedulerParameters=permit_job_expansion");
   line("# Talk to every node directly: no message forwarding through a node that just died.");
   line("TreeWidth=65533");
-  for (const auto& n : layout.nodes) {
-    if (n.role != spec::NodeRole::kWorker) continue;
+  auto node_line = [&](const spec::NodeSlot& n, const char* state) {
     int cpus = n.type.cpus;
     int tpc = n.threads_per_core > 1 && cpus % n.threads_per_core == 0 ? n.threads_per_core : 1;
     line(fmt::format("NodeName={} NodeAddr={} NodeHostname={} Port={} CPUs={} Sockets=1 "
-                     "CoresPerSocket={} ThreadsPerCore={} RealMemory={} State=UNKNOWN",
+                     "CoresPerSocket={} ThreadsPerCore={} RealMemory={} State={}",
                      n.node_name, n.address, n.node_name, n.slurmd_port, cpus, cpus / tpc, tpc,
-                     n.type.memory_mib));
+                     n.type.memory_mib, state));
+  };
+  for (const auto& n : layout.nodes) {
+    if (n.role == spec::NodeRole::kWorker) node_line(n, "UNKNOWN");
   }
+  if (!layout.future_nodes.empty()) {
+    line("# Groups scaled to 0 keep one node declared for later: Slurm needs at least one.");
+  }
+  for (const auto& n : layout.future_nodes) node_line(n, "FUTURE");
   bool first = true;
   for (const auto& [partition, nodes] : layout.partitions()) {
     std::string list;
@@ -76,7 +82,7 @@ std::string render_hosts(const spec::ClusterLayout& layout) {
 }
 
 std::string content_hash(const std::string& content) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = 14695981039346656037ULL;
   for (unsigned char c : content) {
     h ^= c;
     h *= 1099511628211ULL;

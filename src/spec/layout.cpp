@@ -17,14 +17,14 @@ const NodeSlot* ClusterLayout::find(const std::string& name) const {
 
 std::vector<std::pair<std::string, std::vector<std::string>>> ClusterLayout::partitions() const {
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
-  for (const auto& n : nodes) {
-    if (n.role != NodeRole::kWorker) continue;
-    auto it = std::find_if(out.begin(), out.end(), [&](auto& p) { return p.first == n.partition; });
-    if (it == out.end()) {
-      out.push_back({n.partition, {}});
-      it = out.end() - 1;
+  for (const auto& name : partition_names) out.push_back({name, {}});
+  for (const auto* list : {&nodes, &future_nodes}) {
+    for (const auto& n : *list) {
+      if (n.role != NodeRole::kWorker) continue;
+      auto it =
+          std::find_if(out.begin(), out.end(), [&](auto& p) { return p.first == n.partition; });
+      if (it != out.end()) it->second.push_back(n.node_name);
     }
-    it->second.push_back(n.node_name);
   }
   return out;
 }
@@ -36,10 +36,16 @@ ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters&
   layout.index = cluster_index;
   int base = kPortBase + (cluster_index - 1) * kPortsPerCluster;
   layout.slurmctld_port = base;
+  for (const auto& w : params.worker_groups) {
+    auto& names = layout.partition_names;
+    if (std::find(names.begin(), names.end(), w.partition_name) == names.end()) {
+      names.push_back(w.partition_name);
+    }
+  }
   for (size_t g = 0; g < spec.groups.size(); ++g) {
     const auto& group = spec.groups[g];
     const InstanceType* type = find_instance_type(group.instance_type);
-    for (int s = 0; s < group.instance_count; ++s) {
+    for (int s = 0; s < std::max(group.instance_count, 1); ++s) {
       NodeSlot n;
       n.group = group.name;
       n.group_index = static_cast<int>(g);
@@ -52,6 +58,10 @@ ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters&
       n.partition = params.partition_of(group.name);
       if (type) n.type = *type;
       n.threads_per_core = group.threads_per_core;
+      if (group.instance_count == 0) {
+        if (n.role == NodeRole::kWorker) layout.future_nodes.push_back(std::move(n));
+        continue;
+      }
       if (n.role == NodeRole::kController && layout.controller_node.empty()) {
         layout.controller_node = n.node_name;
         layout.controller_address = n.address;

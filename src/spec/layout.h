@@ -43,9 +43,14 @@ struct ClusterLayout {
   std::string controller_node;  // "" when the controller group has no instance
   std::string controller_address;
   std::vector<NodeSlot> nodes;  // every desired slot, by group then slot
+  std::vector<std::string> partition_names;  // in worker_groups order, each once
+  // Slot 0 of each worker group scaled to 0: Slurm 22.05 refuses a slurm.conf with no
+  // node at all, so such a group keeps one node declared State=FUTURE (never launched).
+  std::vector<NodeSlot> future_nodes;
 
   const NodeSlot* find(const std::string& node_name) const;
-  // Partition names in the order the worker groups list them, each with its nodes.
+  // Every partition, in the order provisioning_parameters.json's worker_groups list them,
+  // with its nodes (future_nodes included).
   std::vector<std::pair<std::string, std::vector<std::string>>> partitions() const;
 };
 

@@ -49,7 +49,7 @@ void expect_running_srun(Endured& e, const std::string& cluster, int n,
                     "timeout 60 srun -N" + std::to_string(n) + " hostname");
   ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
   auto hosts = lines_of(out.out);
-  EXPECT_EQ(hosts.size(), static_cast<size_t>(n)) << out.out;
+  EXPECT_EQ(hosts.size(), static_cast<size_t>(n)) << "stdout: " << out.out << "stderr: " << out.err;
   for (const auto& h : hosts) EXPECT_EQ(h.rfind(worker_prefix, 0), 0u) << h;
 }
 
@@ -219,6 +219,25 @@ TEST(ClusterSideBySide, TwoClustersWorkIndependently) {
   ASSERT_TRUE(e.call("DeleteCluster", {{"ClusterName", "it-left"}}).ok());
   ASSERT_TRUE(wait_until([&] { return !e.call("DescribeCluster", {{"ClusterName", "it-left"}}).ok(); }, 60s));
   expect_running_srun(e, "it-right", 2, "worker-");
+}
+
+TEST(ClusterScaling, WorkersScaleToZeroAndBack) {
+  TempDir home;
+  Endured e(home.path() / "home");
+  e.start();
+  ASSERT_TRUE(e.call("CreateCluster", make_spec("it-zero", 1)).ok());
+  ASSERT_EQ(e.wait_status("it-zero", {"InService"}, 180s), "InService");
+  auto zero = e.cli({"update-cluster", "--cluster-name", "it-zero", "--instance-group-name",
+                     "worker", "--instance-count", "0", "--wait"}, 200s);
+  ASSERT_EQ(zero.exit_code, 0) << zero.out << zero.err;
+  EXPECT_EQ(nodes_of(e, "it-zero").size(), 1u);
+  // The partition stays, empty: a job aimed at it waits instead of being refused.
+  auto partitions = e.exec("it-zero", "controller-0", "sinfo -h -o '%P %D'");
+  EXPECT_EQ(partitions.out, "dev* 0\n") << partitions.out << partitions.err;
+  auto back = e.cli({"update-cluster", "--cluster-name", "it-zero", "--instance-group-name",
+                     "worker", "--instance-count", "2", "--wait"}, 200s);
+  ASSERT_EQ(back.exit_code, 0) << back.out << back.err;
+  expect_running_srun(e, "it-zero", 2, "worker-");
 }
 
 // A lifecycle folder whose worker script fails; with flaky, only the first time per node.

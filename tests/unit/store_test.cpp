@@ -73,12 +73,11 @@ ClusterRow make_cluster(const std::string& id, const std::string& name, int inde
   r.arn = "arn:aws:sagemaker:local:000000000000:cluster/" + id;
   r.status = status;
   r.failure_message = "";
-  r.spec = {{"ClusterName", name},
-            {"InstanceGroups",
-             {{{"InstanceGroupName", "controller"},
-               {"InstanceType", "local.c1"},
-               {"InstanceCount", 1}}}},
-            {"NodeRecovery", "Automatic"}};
+  r.spec = {
+      {"ClusterName", name},
+      {"InstanceGroups",
+       {{{"InstanceGroupName", "controller"}, {"InstanceType", "local.c1"}, {"InstanceCount", 1}}}},
+      {"NodeRecovery", "Automatic"}};
   r.provisioning = {{"version", "1.0.0"}, {"controller_group", "controller"}};
   r.index = index;
   r.applied_conf_hash = "";
@@ -365,11 +364,13 @@ TEST_F(StoreTest, FreeClusterIndexPicksSmallestUnusedAndReusesDeleted) {
   ASSERT_TRUE(store_->insert_cluster(make_cluster("aaaaaaaaaaa3", "c3", 3)).ok());
   EXPECT_EQ(store_->free_cluster_index(), 5);
 
-  ASSERT_TRUE(
-      store_->mutate_cluster("aaaaaaaaaaa2", [](ClusterRow& r) -> Status {
-              r.status = "Deleted";
-              return {};
-            }).ok());
+  ASSERT_TRUE(store_
+                  ->mutate_cluster("aaaaaaaaaaa2",
+                                   [](ClusterRow& r) -> Status {
+                                     r.status = "Deleted";
+                                     return {};
+                                   })
+                  .ok());
   EXPECT_EQ(store_->free_cluster_index(), 2);
   // The freed index can really be taken by a new live cluster.
   ASSERT_TRUE(store_->insert_cluster(make_cluster("bbbbbbbbbbb2", "c2-again", 2)).ok());
@@ -389,7 +390,8 @@ TEST_F(StoreTest, OnlyOneLiveInstancePerSlot) {
   EXPECT_FALSE(store_->instance(second.instance_id).has_value());
 
   // Other slots and other groups are independent.
-  EXPECT_TRUE(store_->insert_instance(make_instance("i-00000000000000003", c.id, "worker", 1)).ok());
+  EXPECT_TRUE(
+      store_->insert_instance(make_instance("i-00000000000000003", c.id, "worker", 1)).ok());
   EXPECT_TRUE(store_->insert_instance(make_instance("i-00000000000000004", c.id, "login", 0)).ok());
 
   first.terminated_at = 1700000999.5;
@@ -397,7 +399,8 @@ TEST_F(StoreTest, OnlyOneLiveInstancePerSlot) {
   ASSERT_TRUE(store_->insert_instance(second).ok());
 
   // The replacement is now the live one: a third is refused.
-  EXPECT_FALSE(store_->insert_instance(make_instance("i-00000000000000005", c.id, "worker", 0)).ok());
+  EXPECT_FALSE(
+      store_->insert_instance(make_instance("i-00000000000000005", c.id, "worker", 0)).ok());
   auto active = store_->instances(c.id, true);
   int live_in_slot = 0;
   for (const auto& r : active) {
@@ -582,18 +585,24 @@ TEST_F(StoreTest, ConcurrentMutationsOfDifferentFieldsDoNotUndoEachOther) {
   constexpr int kRounds = 100;
   std::thread a([&] {
     for (int n = 0; n < kRounds; ++n) {
-      EXPECT_TRUE(store_->mutate_instance(i.instance_id, [](InstanceRow& r) -> Status {
-        ++r.pid;
-        return {};
-      }).ok());
+      EXPECT_TRUE(store_
+                      ->mutate_instance(i.instance_id,
+                                        [](InstanceRow& r) -> Status {
+                                          ++r.pid;
+                                          return {};
+                                        })
+                      .ok());
     }
   });
   std::thread b([&] {
     for (int n = 0; n < kRounds; ++n) {
-      EXPECT_TRUE(store_->mutate_instance(i.instance_id, [](InstanceRow& r) -> Status {
-        ++r.lifecycle_exit;
-        return {};
-      }).ok());
+      EXPECT_TRUE(store_
+                      ->mutate_instance(i.instance_id,
+                                        [](InstanceRow& r) -> Status {
+                                          ++r.lifecycle_exit;
+                                          return {};
+                                        })
+                      .ok());
     }
   });
   a.join();
@@ -634,8 +643,8 @@ TEST_F(StoreTest, AppendEventReturnsIncreasingIdsAndFillsTime) {
 TEST_F(StoreTest, EventsRoundTripAndFilterByAfterIdLimitAndNode) {
   std::vector<EventRow> a_events;
   for (int n = 0; n < 6; ++n) {
-    EventRow e = make_event("cluster-a", "Type" + std::to_string(n),
-                            n % 2 == 0 ? "worker-0" : "worker-1");
+    EventRow e =
+        make_event("cluster-a", "Type" + std::to_string(n), n % 2 == 0 ? "worker-0" : "worker-1");
     e.group = "worker";
     e.instance_id = "i-" + std::to_string(n);
     e.time = 1700000000.0 + n;
