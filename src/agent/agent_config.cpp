@@ -13,7 +13,11 @@ json AgentConfig::to_json() const {
           {"ControllerNode", controller_node},
           {"OnCreate", on_create},
           {"LifecycleTimeoutSeconds", lifecycle_timeout_seconds},
-          {"HeartbeatSeconds", heartbeat_seconds}};
+          {"HeartbeatSeconds", heartbeat_seconds},
+          {"HealthCheckSeconds", health_check_seconds},
+          {"Cpus", cpus},
+          {"MemoryMiB", memory_mib},
+          {"Gpus", gpus}};
 }
 
 Result<AgentConfig> AgentConfig::from_json(const json& j) {
@@ -30,6 +34,10 @@ Result<AgentConfig> AgentConfig::from_json(const json& j) {
     c.on_create = j.at("OnCreate").get<std::string>();
     c.lifecycle_timeout_seconds = j.value("LifecycleTimeoutSeconds", 900);
     c.heartbeat_seconds = j.value("HeartbeatSeconds", 1.0);
+    c.health_check_seconds = j.value("HealthCheckSeconds", 2.0);
+    c.cpus = j.value("Cpus", 1);
+    c.memory_mib = j.value("MemoryMiB", 0);
+    c.gpus = j.value("Gpus", 0);
   } catch (const std::exception& e) {
     return make_error("InvalidConfig", std::string("agent.json: ") + e.what());
   }

@@ -15,6 +15,9 @@ inline constexpr const char* kLifecycleResult = "/opt/endure/lifecycle.json";
 inline constexpr const char* kResourceConfigPath = "/opt/endure/config/resource_config.json";
 inline constexpr const char* kProvisioningPath = "/opt/endure/config/provisioning_parameters.json";
 inline constexpr const char* kMungeKeyPath = "/opt/endure/config/munge.key";
+// Scripts run at every boot after the first (what `systemctl enable` is on a real
+// machine): lifecycle scripts put the daemons a node needs here.
+inline constexpr const char* kBootScriptsDir = "/opt/endure/boot.d";
 
 struct AgentConfig {
   std::string endpoint;  // http://127.0.0.1:PORT of endured
@@ -28,6 +31,11 @@ struct AgentConfig {
   std::string on_create;  // file name inside kLifecycleDir
   int lifecycle_timeout_seconds = 900;
   double heartbeat_seconds = 1.0;
+  double health_check_seconds = 2.0;
+  // What the instance type promises, for the health checks.
+  int cpus = 1;
+  int memory_mib = 0;
+  int gpus = 0;
 
   json to_json() const;
   static Result<AgentConfig> from_json(const json& j);

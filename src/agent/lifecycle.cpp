@@ -6,6 +6,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
+#include <filesystem>
 #include <vector>
 
 #include "common/fs.h"
@@ -16,9 +18,10 @@ json LifecycleResult::to_json() const {
   return {{"Status", status}, {"ExitCode", exit_code}, {"LastLines", last_lines}};
 }
 
-Result<int> start_lifecycle(const AgentConfig& c) {
-  std::string script = std::string(kLifecycleDir) + "/" + c.on_create;
-  std::vector<std::string> env = {
+namespace {
+
+std::vector<std::string> script_environment(const AgentConfig& c) {
+  return {
       "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
       "HOME=/root",
       "LANG=C.UTF-8",
@@ -33,12 +36,17 @@ Result<int> start_lifecycle(const AgentConfig& c) {
       std::string("ENDURE_PROVISIONING_PARAMETERS=") + kProvisioningPath,
       std::string("ENDURE_MUNGE_KEY=") + kMungeKeyPath,
       std::string("ENDURE_LIFECYCLE_DIR=") + kLifecycleDir,
+      std::string("ENDURE_BOOT_SCRIPTS_DIR=") + kBootScriptsDir,
   };
+}
+
+// Starts `bash script` in cwd, in its own process group, output to the lifecycle log.
+Result<int> start_script(const AgentConfig& c, const std::string& script, const char* cwd) {
+  std::vector<std::string> env = script_environment(c);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   const char* argv[] = {"/bin/bash", script.c_str(), nullptr};
-
   int log_fd = ::open(kLifecycleLog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return make_error("LifecycleError", std::string("open log: ") + strerror(errno));
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -48,7 +56,7 @@ Result<int> start_lifecycle(const AgentConfig& c) {
     ::dup2(null_fd, 0);
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
-    if (::chdir(kLifecycleDir) != 0) ::_exit(126);
+    if (::chdir(cwd) != 0) ::_exit(126);
     ::execve(argv[0], const_cast<char* const*>(argv), envp.data());
     ::_exit(127);
   }
@@ -56,6 +64,35 @@ Result<int> start_lifecycle(const AgentConfig& c) {
   ::close(null_fd);
   if (pid < 0) return make_error("LifecycleError", std::string("fork: ") + strerror(errno));
   return static_cast<int>(pid);
+}
+
+}  // namespace
+
+LifecycleResult run_boot_scripts(const AgentConfig& c) {
+  std::vector<std::string> scripts;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(kBootScriptsDir, ec)) {
+    if (entry.is_regular_file()) scripts.push_back(entry.path().string());
+  }
+  std::sort(scripts.begin(), scripts.end());
+  for (const auto& script : scripts) {
+    auto pid = start_script(c, script, "/");
+    if (!pid) return {"Failed", -1, pid.error().message + "\n"};
+    int status = 0;
+    // The agent is pid 1 and reaps everything; here it waits for this one script only.
+    while (::waitpid(*pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      auto r = lifecycle_outcome(status, false, 0);
+      r.last_lines = "boot script " + script + " failed\n" + r.last_lines;
+      return r;
+    }
+  }
+  return {"Succeeded", 0, fs::tail_lines(kLifecycleLog, kTailLines)};
+}
+
+Result<int> start_lifecycle(const AgentConfig& c) {
+  return start_script(c, std::string(kLifecycleDir) + "/" + c.on_create, kLifecycleDir);
 }
 
 LifecycleResult lifecycle_outcome(int wait_status, bool timed_out, int timeout_seconds) {

@@ -24,6 +24,10 @@ struct LifecycleResult {
 // output appended to the lifecycle log and the ENDURE_* variables set. Returns its pid.
 Result<int> start_lifecycle(const AgentConfig& config);
 
+// Runs the boot scripts (kBootScriptsDir/*, in name order) with their output appended
+// to the lifecycle log; the outcome of the first that fails, or Succeeded.
+LifecycleResult run_boot_scripts(const AgentConfig& config);
+
 // The outcome from the script's wait status (or a timeout), with the log's last lines.
 LifecycleResult lifecycle_outcome(int wait_status, bool timed_out, int timeout_seconds);
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "agent/agent_config.h"
+#include "agent/health/health_check.h"
 #include "agent/lifecycle.h"
 #include "agent/local_boot.h"
 #include "api/wire.h"
@@ -43,6 +45,12 @@ class Reporter {
     cv_.notify_all();
   }
 
+  // The findings of the latest health-check round, sent with every heartbeat.
+  void set_findings(json findings) {
+    std::lock_guard lock(mu_);
+    findings_ = std::move(findings);
+  }
+
   void run() {
     auto path = [](const char* action) { return std::string(api::kPathPrefix) + action; };
     auto next_beat = std::chrono::steady_clock::now();
@@ -64,7 +72,13 @@ class Reporter {
         }
       }
       if (std::chrono::steady_clock::now() >= next_beat) {
-        client_.post(path(api::kAgentHeartbeat), {{"InstanceId", config_.instance_id}});
+        json findings;
+        {
+          std::lock_guard lock(mu_);
+          findings = findings_;
+        }
+        client_.post(path(api::kAgentHeartbeat),
+                     {{"InstanceId", config_.instance_id}, {"Findings", findings}});
         next_beat = std::chrono::steady_clock::now() +
                     std::chrono::milliseconds(static_cast<int>(config_.heartbeat_seconds * 1000));
       }
@@ -79,7 +93,24 @@ class Reporter {
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<agent::LifecycleResult> pending_;
+  json findings_ = json::array();
 };
+
+agent::health::NodeExpectations expectations(const agent::AgentConfig& c) {
+  agent::health::NodeExpectations e;
+  e.node_name = c.node_name;
+  e.cpus = c.cpus;
+  e.memory_mib = c.memory_mib;
+  e.gpus = c.gpus;
+  e.runs_slurmd = c.role == "worker";
+  return e;
+}
+
+std::string describe(const std::vector<agent::health::Finding>& findings) {
+  std::string out;
+  for (const auto& f : findings) out += f.kind + " (" + f.check + "): " + f.detail + "\n";
+  return out;
+}
 
 int usage() {
   std::fprintf(stderr,
@@ -130,8 +161,31 @@ int main(int argc, char** argv) {
 
   int lifecycle_pid = 0;
   auto lifecycle_deadline = std::chrono::steady_clock::time_point::max();
+  auto expect = expectations(*config);
+  std::atomic<bool> in_service{false};
   if (auto saved = agent::saved_lifecycle_result()) {
-    reporter.report_lifecycle(*saved);  // a reboot: the script ran already
+    // A reboot: the lifecycle script ran already; the boot scripts start the daemons.
+    agent::LifecycleResult result = *saved;
+    // /run is a tmpfs on a real machine: nothing of the last boot's pid files or sockets
+    // is left in it.
+    for (const char* run_dir : {"/run/slurm", "/run/munge"}) {
+      std::error_code ec;
+      for (const auto& entry : std::filesystem::directory_iterator(run_dir, ec)) {
+        std::filesystem::remove_all(entry.path(), ec);
+      }
+    }
+    if (saved->status == "Succeeded") result = agent::run_boot_scripts(*config);
+    log::info("boot scripts: {}", result.status);
+    reporter.report_lifecycle(result);
+    in_service = result.status == "Succeeded";
+  } else if (auto basic = agent::health::run_all(agent::health::basic_checks(expect));
+             !basic.empty()) {
+    // A node that fails its basic checks never runs its lifecycle script, so it never
+    // starts slurmd and never receives a job.
+    agent::LifecycleResult failed{"Failed", -1, "basic health checks failed:\n" + describe(basic)};
+    log::error("{}", failed.last_lines);
+    agent::save_lifecycle_result(failed);
+    reporter.report_lifecycle(failed);
   } else if (auto started = agent::start_lifecycle(*config); started) {
     lifecycle_pid = *started;
     lifecycle_deadline =
@@ -144,6 +198,23 @@ int main(int argc, char** argv) {
     reporter.report_lifecycle(failed);
   }
 
+  // Continuous checks on a thread of their own: a check that waits on a hung /fsx must
+  // not hold back heartbeats.
+  std::thread checker([&] {
+    auto checks = agent::health::continuous_checks(expect);
+    auto period = std::chrono::milliseconds(static_cast<int>(config->health_check_seconds * 1000));
+    while (!g_stop) {
+      if (in_service) {
+        json findings = json::array();
+        for (const auto& f : agent::health::run_all(checks)) findings.push_back(f.to_json());
+        reporter.set_findings(findings);
+      }
+      for (auto slept = 0ms; slept < period && !g_stop; slept += 100ms) {
+        std::this_thread::sleep_for(100ms);
+      }
+    }
+  });
+
   // As pid 1 every orphan of the node is ours to reap.
   while (!g_stop) {
     int status = 0;
@@ -154,6 +225,7 @@ int main(int argc, char** argv) {
         log::info("lifecycle: {} with exit code {}", result.status, result.exit_code);
         agent::save_lifecycle_result(result);
         reporter.report_lifecycle(result);
+        in_service = result.status == "Succeeded";
         lifecycle_pid = 0;
       }
     }
@@ -168,5 +240,6 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(100ms);
   }
   reporter_thread.join();
+  checker.join();
   return 0;
 }

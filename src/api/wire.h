@@ -23,6 +23,11 @@ inline constexpr const char* kUpdateCluster = "UpdateCluster";
 inline constexpr const char* kDeleteCluster = "DeleteCluster";
 inline constexpr const char* kListClusterEvents = "ListClusterEvents";
 inline constexpr const char* kGetClusterNodeLog = "GetClusterNodeLog";
+// {ClusterName, NodeIds[1..25]} -> {Successful: [ids], Failed: [{NodeId, Code, Message}]}
+inline constexpr const char* kBatchRebootClusterNodes = "BatchRebootClusterNodes";
+inline constexpr const char* kBatchReplaceClusterNodes = "BatchReplaceClusterNodes";
+// {ClusterName, NodeId, Kind}: makes a real fault on a node (tests, drills).
+inline constexpr const char* kDebugInjectFault = "DebugInjectFault";
 // Where to run a command inside a node: {ClusterName, NodeId} -> {Pid, NodeName}.
 // The local provider's nodes are namespaces on this host, so the CLI enters them itself.
 inline constexpr const char* kGetNodeExecTarget = "GetNodeExecTarget";

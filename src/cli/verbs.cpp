@@ -737,6 +737,59 @@ void add_exec(CLI::App& app, SessionPtr s, Selected selected) {
 
 }  // namespace
 
+void print_batch(const json& reply, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  if (const json* ok = find_path(reply, "Successful"); ok && ok->is_array()) {
+    for (const auto& id : *ok) rows.push_back({cell_text(&id), "Successful", ""});
+  }
+  if (const json* failed = find_path(reply, "Failed"); failed && failed->is_array()) {
+    for (const auto& f : *failed) {
+      rows.push_back({cell_text(find_path(f, "NodeId")), cell_text(find_path(f, "Code")),
+                      cell_text(find_path(f, "Message"))});
+    }
+  }
+  out << format_table({"NodeId", "Result", "Message"}, rows);
+}
+
+// batch-reboot-cluster-nodes and batch-replace-cluster-nodes: the same request shape.
+void add_batch_nodes(CLI::App& app, SessionPtr s, Selected selected, const char* name,
+                     const char* action, const char* help) {
+  CLI::App* verb = app.add_subcommand(name, help);
+  auto request = std::make_shared<RequestBuilder>(verb);
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  auto ids = std::make_shared<std::vector<std::string>>();
+  verb->add_option("--node-ids", *ids, "instance ids, at most 25 (required)");
+  on_run(verb, selected, [s, request, ids, action] {
+    auto built = request->build();
+    if (built && !ids->empty()) (*built)["NodeIds"] = *ids;
+    if (built && !built->contains("NodeIds")) built = usage("--node-ids: is required");
+    if (built && (*built)["NodeIds"].is_array() && (*built)["NodeIds"].size() > 25) {
+      built = usage("--node-ids: at most 25 instance ids at a time");
+    }
+    return s->run(action, std::move(built), {print_batch});
+  });
+}
+
+void print_fault(const json& reply, std::ostream& out) {
+  out << cell_text(find_path(reply, "NodeName")) << " (" << cell_text(find_path(reply, "InstanceId"))
+      << "): " << cell_text(find_path(reply, "Description")) << "\n";
+}
+
+void add_debug(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* debug = app.add_subcommand("debug", "Drills: make real faults on real nodes");
+  debug->require_subcommand(1);
+  CLI::App* verb = debug->add_subcommand(
+      "inject-fault", "Make a fault on a node: crash, hang, xid, ecc, disk-full, slurmd-kill");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--node", "NodeId", "node name (e.g. worker-2) or instance id", true);
+  request->add(Kind::kText, "--kind", "Kind",
+               "crash | hang | xid | ecc | disk-full | slurmd-kill", true);
+  on_run(verb, selected, [s, request] {
+    return s->run(api::kDebugInjectFault, request->build(), {print_fault});
+  });
+}
+
 void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>* selected) {
   auto session = std::make_shared<Session>(global);
   add_create_cluster(app, session, selected);
@@ -749,6 +802,13 @@ void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>*
   add_list_cluster_events(app, session, selected);
   add_get_cluster_node_log(app, session, selected);
   add_exec(app, session, selected);
+  add_batch_nodes(app, session, selected, "batch-reboot-cluster-nodes",
+                  api::kBatchRebootClusterNodes,
+                  "Reboot nodes: same InstanceId, local disk kept, lifecycle script not re-run");
+  add_batch_nodes(app, session, selected, "batch-replace-cluster-nodes",
+                  api::kBatchReplaceClusterNodes,
+                  "Replace nodes: a new instance under the same hostname, empty local disk");
+  add_debug(app, session, selected);
 }
 
 }  // namespace endure::cli

@@ -47,8 +47,14 @@ std::string cluster_arn(const std::string& cluster_id) {
 }
 
 ClusterService::ClusterService(store::Store& store, provider::NodeProvider& provider,
-                               const Config& config, std::function<void()> wake_reconciler)
-    : store_(store), provider_(provider), config_(config), wake_(std::move(wake_reconciler)) {}
+                               const Config& config, HealthMonitor& health,
+                               RecoveryManager& recovery, std::function<void()> wake_reconciler)
+    : store_(store),
+      provider_(provider),
+      config_(config),
+      health_(health),
+      recovery_(recovery),
+      wake_(std::move(wake_reconciler)) {}
 
 Result<json> ClusterService::handle(const std::string& action, const json& request) {
   if (!request.is_object()) return validation("request: must be a JSON object");
@@ -62,6 +68,11 @@ Result<json> ClusterService::handle(const std::string& action, const json& reque
   if (action == api::kListClusterEvents) return list_cluster_events(request);
   if (action == api::kGetClusterNodeLog) return get_cluster_node_log(request);
   if (action == api::kGetNodeExecTarget) return get_node_exec_target(request);
+  if (action == api::kBatchRebootClusterNodes) return batch_recover(request, RecoveryAction::kReboot);
+  if (action == api::kBatchReplaceClusterNodes) {
+    return batch_recover(request, RecoveryAction::kReplace);
+  }
+  if (action == api::kDebugInjectFault) return inject_fault(request);
   return make_error("UnknownOperation", "no action named " + action);
 }
 
@@ -259,8 +270,14 @@ Result<json> ClusterService::describe_cluster_node(const json& request) {
     details["Role"] = spec::role_name(slot->role);
   }
   if (node->terminated_at > 0) details["TerminationTime"] = ids::iso_time(node->terminated_at);
-  double age = heartbeat_age(node->instance_id);
+  double age = health_.heartbeat_age(node->instance_id);
   if (age >= 0) details["SecondsSinceHeartbeat"] = age;
+  details["Health"] = node->health;
+  if (!node->last_verdict.empty()) details["LastVerdict"] = node->last_verdict;
+  if (!node->recovery.empty()) details["Recovery"] = {{"Action", node->recovery},
+                                                      {"Reason", node->recovery_reason},
+                                                      {"Stage", node->recovery_stage}};
+  if (!node->replaces.empty()) details["Replaces"] = node->replaces;
   return json{{"NodeDetails", details}};
 }
 
@@ -385,21 +402,24 @@ Result<json> ClusterService::handle_agent(const std::string& action, const std::
   if (request.value("InstanceId", instance_id) != instance_id) {
     return make_error(api::kUnauthorized, "a node may report only for itself");
   }
-  {
-    std::lock_guard lock(heartbeat_mu_);
-    heartbeats_[instance_id] = ids::now_seconds();
+  if (action == api::kAgentHeartbeat) {
+    health_.heartbeat(instance_id, request.value("Findings", json::array()));
+    return json::object();
   }
-  if (action == api::kAgentHeartbeat) return json::object();
+  health_.heartbeat(instance_id, json::array());
   if (action != api::kAgentReportLifecycle) {
     return make_error("UnknownOperation", "no agent action named " + action);
   }
   std::string status = request.value("Status", "");
   if (status != "InProgress" && status != "Succeeded" && status != "Failed") {
+    // (InProgress of a rebooting node is taken too: see below)
     return validation("Status: must be one of InProgress, Succeeded, Failed");
   }
   bool changed = false;
   Status s = store_.mutate_instance(instance_id, [&](store::InstanceRow& r) -> Status {
+    // Terminal outcomes stay, until a reboot asks again ("Rebooting").
     if (r.lifecycle_status == "Succeeded" || r.lifecycle_status == "Failed") return {};
+    if (r.lifecycle_status == "Rebooting" && status == "InProgress") return {};
     changed = r.lifecycle_status != status;
     r.lifecycle_status = status;
     r.lifecycle_exit = request.value("ExitCode", -1);
@@ -417,11 +437,80 @@ Result<json> ClusterService::handle_agent(const std::string& action, const std::
   return json::object();
 }
 
-double ClusterService::heartbeat_age(const std::string& instance_id) {
-  std::lock_guard lock(heartbeat_mu_);
-  auto it = heartbeats_.find(instance_id);
-  if (it == heartbeats_.end()) return -1;
-  return ids::now_seconds() - it->second;
+Result<json> ClusterService::batch_recover(const json& request, RecoveryAction action) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  if (!request.contains("NodeIds") || !request["NodeIds"].is_array() ||
+      request["NodeIds"].empty() || request["NodeIds"].size() > 25) {
+    return validation("NodeIds: must be an array of 1 to 25 instance ids");
+  }
+  for (const auto& id : request["NodeIds"]) {
+    if (!id.is_string()) return validation("NodeIds: every entry must be an instance id string");
+  }
+  auto spec = spec::parse_cluster_spec(cluster->spec);
+  auto params = spec ? spec::parse_provisioning(cluster->provisioning, *spec)
+                     : Result<spec::ProvisioningParameters>(spec.error());
+  if (!spec || !params) return make_error(api::kInternalFailure, "stored spec no longer parses");
+  auto layout = spec::make_layout(*spec, *params, cluster->index);
+  json successful = json::array(), failed = json::array();
+  std::string verb = action == RecoveryAction::kReboot ? "BatchRebootClusterNodes"
+                                                       : "BatchReplaceClusterNodes";
+  for (const auto& id : request["NodeIds"]) {
+    auto s = recovery_.request(*cluster, layout, id.get<std::string>(), action,
+                               "requested by " + verb);
+    if (s) successful.push_back(id);
+    else failed.push_back({{"NodeId", id}, {"Code", s.error().code}, {"Message", s.error().message}});
+  }
+  if (!successful.empty()) wake_();
+  return json{{"Successful", successful}, {"Failed", failed}};
+}
+
+Result<json> ClusterService::inject_fault(const json& request) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  auto node = find_node(*cluster, request);
+  if (!node) return node.error();
+  auto kind = required_string(request, "Kind");
+  if (!kind) return kind.error();
+  const std::string& c = cluster->id;
+  const std::string& id = node->instance_id;
+  if (!provider_.running(c, id)) {
+    return make_error(api::kConflictException, "NodeId: " + node->node_name + " is not running");
+  }
+  Status s;
+  std::string what;
+  if (*kind == "crash") {
+    s = provider_.terminate(c, id);
+    what = "killed the node's pid namespace";
+  } else if (*kind == "hang") {
+    s = provider_.freeze(c, id);
+    what = "stopped every process of the node";
+  } else if (*kind == "xid") {
+    s = provider_.append_kernel_log(
+        c, id, "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, name=, GPU has fallen off the bus.");
+    what = "logged an Xid 79 in the node's kernel log";
+  } else if (*kind == "ecc") {
+    s = provider_.append_kernel_log(
+        c, id,
+        "EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 "
+        "page:0x1234 offset:0x0 grain:32 - OVERFLOW)");
+    what = "logged an uncorrectable memory error in the node's kernel log";
+  } else if (*kind == "disk-full") {
+    s = provider_.fill_local_disk(c, id);
+    what = "filled the node's local disk";
+  } else if (*kind == "slurmd-kill") {
+    auto out = provider_.exec(c, id, {"/bin/bash", "-c", "kill -9 \"$(cat /run/slurm/slurmd.pid)\""},
+                              std::chrono::seconds(10));
+    if (out.exit_code != 0) s = make_error(api::kConflictException, "no slurmd to kill: " + out.err);
+    what = "killed the node's slurmd";
+  } else {
+    return validation("Kind: must be one of crash, hang, xid, ecc, disk-full, slurmd-kill");
+  }
+  if (!s) return s.error();
+  store_.append_event({0, c, 0, "Instance", node->group, id, node->node_name, "FaultInjected",
+                       *kind + ": " + what});
+  return json{{"NodeName", node->node_name}, {"InstanceId", id}, {"Kind", *kind},
+              {"Description", what}};
 }
 
 }  // namespace endure::controller

@@ -10,6 +10,8 @@
 #include "common/json.h"
 #include "common/result.h"
 #include "controller/config.h"
+#include "controller/health_monitor.h"
+#include "controller/recovery_manager.h"
 #include "provider/node_provider.h"
 #include "store/store.h"
 
@@ -18,6 +20,7 @@ namespace endure::controller {
 class ClusterService {
  public:
   ClusterService(store::Store& store, provider::NodeProvider& provider, const Config& config,
+                 HealthMonitor& health, RecoveryManager& recovery,
                  std::function<void()> wake_reconciler);
 
   // An operator action by its API name (api::kCreateCluster, ...).
@@ -26,9 +29,6 @@ class ClusterService {
   // An agent action; the token must be the join token of instance_id.
   Result<json> handle_agent(const std::string& action, const std::string& instance_id,
                             const std::string& token, const json& request);
-
-  // Seconds since the instance's last heartbeat, negative when none was seen.
-  double heartbeat_age(const std::string& instance_id);
 
  private:
   Result<json> create_cluster(const json& request);
@@ -41,6 +41,8 @@ class ClusterService {
   Result<json> list_cluster_events(const json& request);
   Result<json> get_cluster_node_log(const json& request);
   Result<json> get_node_exec_target(const json& request);
+  Result<json> batch_recover(const json& request, RecoveryAction action);
+  Result<json> inject_fault(const json& request);
 
   // The cluster a request's ClusterName (a name or an ARN) refers to.
   Result<store::ClusterRow> find_cluster(const json& request);
@@ -53,9 +55,9 @@ class ClusterService {
   store::Store& store_;
   provider::NodeProvider& provider_;
   const Config& config_;
+  HealthMonitor& health_;
+  RecoveryManager& recovery_;
   std::function<void()> wake_;
-  std::mutex heartbeat_mu_;
-  std::map<std::string, double> heartbeats_;  // in memory: liveness, not history
 };
 
 // The ARN of a cluster id.

@@ -15,20 +15,26 @@ Status Config::apply_json(const json& j) {
         return bad("must be an integer from 1 to 65535");
       }
       port = value.get<int>();
-    } else if (key == "ReconcileSeconds" || key == "HeartbeatSeconds") {
+    } else if (key == "ReconcileSeconds" || key == "HeartbeatSeconds" ||
+               key == "HeartbeatTimeoutSeconds") {
       if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > 60) {
         return bad("must be a number of seconds above 0 and at most 60");
       }
-      (key == "ReconcileSeconds" ? reconcile_seconds : heartbeat_seconds) = value.get<double>();
-    } else if (key == "LifecycleTimeoutSeconds" || key == "SlurmRegisterTimeoutSeconds") {
+      (key == "ReconcileSeconds"   ? reconcile_seconds
+       : key == "HeartbeatSeconds" ? heartbeat_seconds
+                                   : heartbeat_timeout_seconds) = value.get<double>();
+    } else if (key == "LifecycleTimeoutSeconds" || key == "SlurmRegisterTimeoutSeconds" ||
+               key == "RebootTimeoutSeconds") {
       if (!value.is_number_integer() || value.get<int>() < 1) {
         return bad("must be a positive integer");
       }
-      (key == "LifecycleTimeoutSeconds" ? lifecycle_timeout_seconds
-                                        : slurm_register_timeout_seconds) = value.get<int>();
+      (key == "LifecycleTimeoutSeconds"       ? lifecycle_timeout_seconds
+       : key == "SlurmRegisterTimeoutSeconds" ? slurm_register_timeout_seconds
+                                              : reboot_timeout_seconds) = value.get<int>();
     } else {
       return bad("is not a known setting (Port, ReconcileSeconds, HeartbeatSeconds, "
-                 "LifecycleTimeoutSeconds, SlurmRegisterTimeoutSeconds)");
+                 "HeartbeatTimeoutSeconds, LifecycleTimeoutSeconds, "
+                 "SlurmRegisterTimeoutSeconds, RebootTimeoutSeconds)");
     }
   }
   return {};

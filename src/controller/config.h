@@ -23,6 +23,10 @@ struct Config {
   // A Pending instance whose lifecycle succeeded but whose slurmd has not registered
   // after this long fails.
   int slurm_register_timeout_seconds = 120;
+  // A node silent this long while its processes exist is hung.
+  double heartbeat_timeout_seconds = 5.0;
+  // A rebooted node not back in service after this long is replaced.
+  int reboot_timeout_seconds = 120;
   // Folder of the endure-agent binary (default: beside endured).
   std::filesystem::path bin_dir;
 

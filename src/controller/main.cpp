@@ -94,8 +94,11 @@ int main(int argc, char** argv) {
   fs::make_dirs(config.clusters_dir(), 0700);
   fs::make_dirs(config.secrets_dir(), 0700);
   provider::LocalProvider provider(config.clusters_dir(), agent_path);
-  controller::Reconciler reconciler(**store, provider, config);
-  controller::ClusterService service(**store, provider, config, [&] { reconciler.wake(); });
+  controller::HealthMonitor health(config.heartbeat_timeout_seconds, ids::now_seconds);
+  controller::RecoveryManager recovery(**store, provider, config, health);
+  controller::Reconciler reconciler(**store, provider, config, health, recovery);
+  controller::ClusterService service(**store, provider, config, health, recovery,
+                                     [&] { reconciler.wake(); });
   controller::ApiServer server(service, *token);
 
   signal(SIGPIPE, SIG_IGN);

@@ -10,6 +10,7 @@
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "controller/recovery_policy.h"
 #include "slurm/slurm_client.h"
 #include "slurm/slurm_conf.h"
 #include "spec/cluster_spec.h"
@@ -21,6 +22,15 @@ namespace {
 using namespace std::chrono_literals;
 
 bool is_live(const store::InstanceRow& r) { return r.terminated_at == 0; }
+
+// When the slot's latest instance ended (0 when none did).
+double last_terminated(const std::vector<store::InstanceRow>& rows, const std::string& node_name) {
+  double latest = 0;
+  for (const auto& r : rows) {
+    if (r.node_name == node_name) latest = std::max(latest, r.terminated_at);
+  }
+  return latest;
+}
 
 const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& rows,
                                        const std::string& node_name) {
@@ -76,8 +86,9 @@ std::optional<Parsed> parse(const store::ClusterRow& cluster) {
 
 }  // namespace
 
-Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config)
-    : store_(store), provider_(provider), config_(config) {}
+Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
+                       HealthMonitor& health, RecoveryManager& recovery)
+    : store_(store), provider_(provider), config_(config), health_(health), recovery_(recovery) {}
 
 Reconciler::~Reconciler() { stop(); }
 
@@ -150,7 +161,27 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   if (!fill_slots(cluster, layout)) return;
   launch_pending(cluster, layout);
   push_slurm_conf(cluster, layout);
-  advance_pending(cluster, layout);
+
+  // One look at Slurm per pass, shared by what follows.
+  SlurmView view;
+  std::optional<slurm::SlurmClient> client;
+  for (const auto& r : store_.instances(cluster.id, true)) {
+    if (r.node_name != layout.controller_node || !provider_.running(cluster.id, r.instance_id)) {
+      continue;
+    }
+    client.emplace([this, id = r.instance_id, cid = cluster.id](
+                       const std::vector<std::string>& argv, std::chrono::milliseconds t) {
+      return provider_.exec(cid, id, argv, t);
+    });
+    view.client = &*client;
+    if (r.status == "Running" || r.recovery_stage == "Rebooting") {
+      if (auto nodes = client->nodes(); nodes) {
+        for (auto& n : *nodes) view.nodes[n.name] = n;
+      }
+    }
+  }
+  advance_pending(cluster, layout, view);
+  recovery_.reconcile(cluster, parsed->spec, layout, view);
   update_cluster_status(cluster, layout);
 }
 
@@ -244,12 +275,19 @@ bool Reconciler::fill_slots(const store::ClusterRow& cluster, const spec::Cluste
     row.launch_time = ids::now_seconds();
     row.agent_token = ids::new_token();
     row.lifecycle_status = "NotStarted";
+    std::string description = failures ? "retrying on a new instance after a failure" : "new instance";
+    for (const auto& r : rows) {
+      if (r.node_name == slot.node_name && r.message.rfind("replaced: ", 0) == 0 &&
+          r.terminated_at >= last_terminated(rows, slot.node_name)) {
+        row.replaces = r.instance_id;
+        description = "replacing " + r.instance_id + " (" + r.message.substr(10) + ")";
+      }
+    }
     Status s = store_.transaction([&]() -> Status {
       if (auto st = store_.insert_instance(row); !st) return st;
       auto ev = store_.append_event(
           {0, cluster.id, 0, "Instance", row.group, row.instance_id, row.node_name,
-           "InstanceLaunching",
-           failures ? "retrying on a new instance after a failure" : "new instance"});
+           "InstanceLaunching", description});
       return ev ? Status{} : Status(ev.error());
     });
     if (!s) log::error("{}: {}", cluster.name, s.error().message);
@@ -278,6 +316,7 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
       }
       continue;
     }
+    if (!r.recovery.empty()) continue;  // a reboot under way: recovery watches it
     if (r.pid != 0) {
       std::string why = provider_.boot_diagnostics(cluster.id, r.instance_id);
       retire_instance(r, "Failure",
@@ -305,12 +344,16 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
     agent_config.on_create = group->lifecycle.on_create;
     agent_config.lifecycle_timeout_seconds = config_.lifecycle_timeout_seconds;
     agent_config.heartbeat_seconds = config_.heartbeat_seconds;
+    agent_config.cpus = slot->type.cpus;
+    agent_config.memory_mib = slot->type.memory_mib;
+    agent_config.gpus = slot->type.gpus;
 
     provider::LaunchRequest request;
     request.cluster_id = cluster.id;
     request.instance_id = r.instance_id;
     request.node_name = r.node_name;
     request.lifecycle_source = *source;
+    request.local_disk_mib = slot->type.local_disk_mib;
     request.files = {
         {"/etc/slurm/slurm.conf", conf},
         {"/etc/slurm/plugstack.conf", "include /etc/slurm/plugstack.conf.d/*.conf\n"},
@@ -334,17 +377,6 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
       return {};
     });
     instance_event(r, "InstanceLaunched", "host pid " + std::to_string(*pid));
-  }
-  // A node that stopped while Running: recorded here; recovery acts on it.
-  for (const auto& r : rows) {
-    if (r.status == "Running" && !provider_.running(cluster.id, r.instance_id)) {
-      store_.mutate_instance(r.instance_id, [](store::InstanceRow& x) -> Status {
-        x.status = "Failure";
-        x.message = "instance stopped unexpectedly";
-        return {};
-      });
-      instance_event(r, "InstanceStopped", "every process of the instance is gone");
-    }
   }
 }
 
@@ -393,41 +425,33 @@ void Reconciler::push_slurm_conf(const store::ClusterRow& cluster,
 }
 
 void Reconciler::advance_pending(const store::ClusterRow& cluster,
-                                 const spec::ClusterLayout& layout) {
-  auto rows = store_.instances(cluster.id, true);
-  const store::InstanceRow* controller = nullptr;
-  bool any_waiting_worker = false;
-  for (const auto& r : rows) {
-    if (r.node_name == layout.controller_node && r.status == "Running") controller = &r;
-    const auto* slot = layout.find(r.node_name);
-    if (r.status == "Pending" && r.lifecycle_status == "Succeeded" && slot &&
-        slot->role == spec::NodeRole::kWorker) {
-      any_waiting_worker = true;
-    }
-  }
-  std::map<std::string, slurm::NodeState> slurm_nodes;
-  std::optional<slurm::SlurmClient> client;
-  const store::InstanceRow* controller_candidate = nullptr;
-  for (const auto& r : rows) {
-    if (r.node_name == layout.controller_node) controller_candidate = &r;
-  }
-  if (controller_candidate && provider_.running(cluster.id, controller_candidate->instance_id)) {
-    std::string id = controller_candidate->instance_id;
-    client.emplace([this, id, cid = cluster.id](const std::vector<std::string>& argv,
-                                                std::chrono::milliseconds t) {
-      return provider_.exec(cid, id, argv, t);
-    });
-  }
-  if (controller && any_waiting_worker && client) {
-    if (auto nodes = client->nodes(); nodes) {
-      for (auto& n : *nodes) slurm_nodes[n.name] = n;
-    }
-  }
+                                 const spec::ClusterLayout& layout, const SlurmView& slurm) {
   double now = ids::now_seconds();
-  for (const auto& r : rows) {
+  bool controller_running = false;
+  for (const auto& r : store_.instances(cluster.id, true)) {
+    if (r.node_name == layout.controller_node && r.status == "Running") controller_running = true;
+  }
+  for (const auto& r : store_.instances(cluster.id, true)) {
     if (r.status != "Pending") continue;
     const auto* slot = layout.find(r.node_name);
     if (!slot) continue;
+    bool rebooting = r.recovery_stage == "Rebooting";
+    if (rebooting && (r.lifecycle_status == "Failed" ||
+                      now - r.recovery_since > config_.reboot_timeout_seconds)) {
+      std::string why = r.lifecycle_status == "Failed"
+                            ? "its boot scripts failed: " + r.lifecycle_tail
+                            : "not back in service " +
+                                  std::to_string(config_.reboot_timeout_seconds) +
+                                  " s after the reboot";
+      instance_event(r, "RebootFailed", why);
+      store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
+        x.recovery = "Replace";
+        x.recovery_reason = "reboot-failed: " + why;
+        x.recovery_stage = "Requested";
+        return {};
+      });
+      continue;
+    }
     if (r.lifecycle_status == "Failed") {
       std::string message = "OnCreate " + slot->group + " script failed with exit code " +
                             std::to_string(r.lifecycle_exit);
@@ -436,7 +460,7 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
     }
     if (r.lifecycle_status != "Succeeded") {
       double limit = config_.lifecycle_timeout_seconds + 60.0;
-      if (r.pid != 0 && now - r.launch_time > limit) {
+      if (!rebooting && r.pid != 0 && now - r.launch_time > limit) {
         retire_instance(r, "Failure", "no lifecycle outcome within " +
                                           std::to_string(static_cast<int>(limit)) + " s", true);
       }
@@ -446,13 +470,25 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
     std::string waiting_for;
     switch (slot->role) {
       case spec::NodeRole::kController:
-        ready = client && client->controller_up();
+        ready = slurm.client && slurm.client->controller_up();
         waiting_for = "slurmctld to answer";
         break;
       case spec::NodeRole::kWorker: {
-        auto it = slurm_nodes.find(r.node_name);
-        ready = controller && it != slurm_nodes.end() && it->second.in_service();
         waiting_for = "its slurmd to register with slurmctld";
+        auto it = slurm.nodes.find(r.node_name);
+        if (!controller_running || it == slurm.nodes.end() || !it->second.registered()) break;
+        const auto& node = it->second;
+        // A node endured (or an operator's Action:) drained goes back to service now that
+        // its new or rebooted instance is up; other drains are the operator's own.
+        bool ours = node.reason.rfind(kDrainReasonPrefix, 0) == 0 ||
+                    manual_action(node.reason).has_value();
+        if (node.drained() && ours && slurm.client) {
+          if (auto s = slurm.client->resume(r.node_name); !s) {
+            log::warn("{}: {}", r.node_name, s.error().message);
+            break;
+          }
+        }
+        ready = true;
         break;
       }
       case spec::NodeRole::kLogin:
@@ -461,18 +497,30 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
     }
     if (ready) {
       crash_point("running.before_record");
-      store_.mutate_instance(r.instance_id, [](store::InstanceRow& x) -> Status {
+      bool recovered = !r.recovery.empty() || !r.replaces.empty();
+      store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
         x.status = "Running";
         x.message = "";
+        x.health = "Healthy";
+        x.recovery = "";
+        x.recovery_stage = "";
+        x.recovery_since = now;  // watched from here on
         return {};
       });
-      instance_event(r, "InstanceRunning",
-                     "in service " + fmt::format("{:.1f}", now - r.launch_time) + " s after launch");
-    } else if (now - r.launch_time >
-               config_.lifecycle_timeout_seconds + config_.slurm_register_timeout_seconds) {
+      std::string how = rebooting ? "rebooted" : (r.replaces.empty() ? "" : "replaced");
+      if (recovered) {
+        instance_event(r, "NodeReturnedToService",
+                       fmt::format("{}, back in service {:.1f} s after the fault was found", how,
+                                   now - (rebooting ? r.recovery_since : r.launch_time)));
+      } else {
+        instance_event(r, "InstanceRunning",
+                       fmt::format("in service {:.1f} s after launch", now - r.launch_time));
+      }
+    } else if (!rebooting && now - r.launch_time > config_.lifecycle_timeout_seconds +
+                                                       config_.slurm_register_timeout_seconds) {
       retire_instance(r, "Failure", "lifecycle succeeded but timed out waiting for " + waiting_for,
                       true);
-    } else if (r.message != "waiting for " + waiting_for) {
+    } else if (!rebooting && r.message != "waiting for " + waiting_for) {
       store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
         x.message = "waiting for " + waiting_for;
         return {};

@@ -8,6 +8,8 @@
 #include <thread>
 
 #include "controller/config.h"
+#include "controller/health_monitor.h"
+#include "controller/recovery_manager.h"
 #include "provider/node_provider.h"
 #include "spec/layout.h"
 #include "store/store.h"
@@ -16,7 +18,8 @@ namespace endure::controller {
 
 class Reconciler {
  public:
-  Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config);
+  Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
+             HealthMonitor& health, RecoveryManager& recovery);
   ~Reconciler();
 
   void start();
@@ -36,7 +39,8 @@ class Reconciler {
   bool fill_slots(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
   void launch_pending(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
   void push_slurm_conf(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
-  void advance_pending(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
+  void advance_pending(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+                       const SlurmView& slurm);
   void update_cluster_status(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
 
   Status ensure_munge_key(const std::string& cluster_id);
@@ -52,6 +56,8 @@ class Reconciler {
   store::Store& store_;
   provider::NodeProvider& provider_;
   const Config& config_;
+  HealthMonitor& health_;
+  RecoveryManager& recovery_;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;

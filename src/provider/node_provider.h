@@ -21,6 +21,7 @@ struct LaunchRequest {
   std::string instance_id;
   std::string node_name;  // hostname and Slurm NodeName
   std::filesystem::path lifecycle_source;  // the group's LifeCycleConfig folder (local)
+  int local_disk_mib = 1024;               // size of the node's local disk
   // Files to place in the node, by absolute path inside it ("/etc/slurm/slurm.conf").
   std::vector<std::pair<std::string, std::string>> files;
   std::vector<std::pair<std::string, std::string>> secret_files;  // written mode 0600
@@ -36,6 +37,20 @@ class NodeProvider {
   // Starts the instance, or adopts it when it is already running (after a controller
   // restart), and returns its host pid. Idempotent for an instance id: never starts two.
   virtual Result<int> launch(const LaunchRequest& request) = 0;
+
+  // Stops every process of the instance and boots it again: same instance id, its files
+  // and local disk kept, the lifecycle script not run again. Returns the new host pid.
+  virtual Result<int> reboot(const std::string& cluster_id, const std::string& instance_id) = 0;
+
+  // Fault injection acts on the real node, through the sources detection reads.
+  // Stops (SIGSTOP) every process of the instance: a hung machine.
+  virtual Status freeze(const std::string& cluster_id, const std::string& instance_id) = 0;
+  // Appends a message to the node's kernel log, in the kernel's own record format.
+  virtual Status append_kernel_log(const std::string& cluster_id, const std::string& instance_id,
+                                   const std::string& message) = 0;
+  // Fills the node's local disk.
+  virtual Status fill_local_disk(const std::string& cluster_id,
+                                 const std::string& instance_id) = 0;
 
   // True while any process of the instance exists.
   virtual bool running(const std::string& cluster_id, const std::string& instance_id) = 0;

@@ -30,6 +30,32 @@ bool NodeState::in_service() const {
   return true;
 }
 
+bool NodeState::has_flag(const std::string& flag) const {
+  return std::find(flags.begin(), flags.end(), flag) != flags.end();
+}
+
+bool NodeState::registered() const {
+  return state != "down" && state != "unknown" && state != "future" && !has_flag("NOT_RESPONDING");
+}
+
+Status SlurmClient::down_and_drain(const std::string& node, const std::string& reason) const {
+  auto down = run_({"scontrol", "update", "nodename=" + node, "state=down", "reason=" + reason}, 15s);
+  if (down.exit_code != 0) return command_error("scontrol update state=down " + node, down);
+  return drain(node, reason);
+}
+
+Status SlurmClient::drain(const std::string& node, const std::string& reason) const {
+  auto out = run_({"scontrol", "update", "nodename=" + node, "state=drain", "reason=" + reason}, 15s);
+  if (out.exit_code != 0) return command_error("scontrol update state=drain " + node, out);
+  return {};
+}
+
+Status SlurmClient::resume(const std::string& node) const {
+  auto out = run_({"scontrol", "update", "nodename=" + node, "state=resume"}, 15s);
+  if (out.exit_code != 0) return command_error("scontrol update state=resume " + node, out);
+  return {};
+}
+
 Result<std::vector<NodeState>> SlurmClient::nodes() const {
   auto out = run_({"sinfo", "--json"}, 15s);
   if (out.exit_code != 0) return command_error("sinfo --json", out);

@@ -24,6 +24,12 @@ struct NodeState {
 
   // Registered and able to take work (idle, allocated or mixed, and responding).
   bool in_service() const;
+  // Registered and responding, whether or not it is drained.
+  bool registered() const;
+  bool has_flag(const std::string& flag) const;
+  bool drained() const { return has_flag("DRAIN"); }
+  bool down() const { return state == "down"; }
+  bool busy() const { return state == "allocated" || state == "mixed"; }
 };
 
 class SlurmClient {
@@ -35,6 +41,15 @@ class SlurmClient {
 
   // slurmctld answers.
   bool controller_up() const;
+
+  // Takes a node out of service at once: DOWN (its jobs fail with NODE_FAIL, so they
+  // can be requeued or resumed) and DRAIN (so that a new slurmd registering under its
+  // name takes no job until endured resumes it).
+  Status down_and_drain(const std::string& node, const std::string& reason) const;
+  // Only DRAIN: running jobs finish, no new ones start.
+  Status drain(const std::string& node, const std::string& reason) const;
+  // Back to service.
+  Status resume(const std::string& node) const;
 
   // `scontrol reconfigure`: every daemon re-reads slurm.conf; running jobs go on.
   Status reconfigure() const;

@@ -13,6 +13,7 @@ struct InstanceType {
   int memory_mib = 0;   // RealMemory declared to Slurm
   int gpus = 0;         // GPUs the health checks expect (0: no GPU check)
   std::string summary;  // one line for the README and error messages
+  int local_disk_mib = 1024;  // size of the node's local disk (/local)
 };
 
 // Every type the local provider offers, in a fixed order.

@@ -36,7 +36,15 @@ CREATE TABLE IF NOT EXISTS instances (
   lifecycle_exit INTEGER NOT NULL DEFAULT -1,
   lifecycle_tail TEXT NOT NULL DEFAULT '',
   last_heartbeat REAL NOT NULL DEFAULT 0,
-  terminated_at REAL NOT NULL DEFAULT 0
+  terminated_at REAL NOT NULL DEFAULT 0,
+  health TEXT NOT NULL DEFAULT 'Unknown',
+  last_verdict TEXT NOT NULL DEFAULT '',
+  recovery TEXT NOT NULL DEFAULT '',
+  recovery_reason TEXT NOT NULL DEFAULT '',
+  recovery_stage TEXT NOT NULL DEFAULT '',
+  recovery_since REAL NOT NULL DEFAULT 0,
+  reboots INTEGER NOT NULL DEFAULT 0,
+  replaces TEXT NOT NULL DEFAULT ''
 );
 -- At most one live instance per slot: the guard against duplicated instances.
 CREATE UNIQUE INDEX IF NOT EXISTS instances_live_slot
@@ -132,7 +140,8 @@ ClusterRow read_cluster(const Stmt& s) {
 constexpr const char* kInstanceCols =
     "instance_id, cluster_id, grp, slot, node_name, status, message, launch_time, pid, "
     "agent_token, lifecycle_status, lifecycle_exit, lifecycle_tail, last_heartbeat, "
-    "terminated_at";
+    "terminated_at, health, last_verdict, recovery, recovery_reason, recovery_stage, "
+    "recovery_since, reboots, replaces";
 
 InstanceRow read_instance(const Stmt& s) {
   InstanceRow r;
@@ -151,6 +160,14 @@ InstanceRow read_instance(const Stmt& s) {
   r.lifecycle_tail = s.text(12);
   r.last_heartbeat = s.real(13);
   r.terminated_at = s.real(14);
+  r.health = s.text(15);
+  r.last_verdict = s.text(16);
+  r.recovery = s.text(17);
+  r.recovery_reason = s.text(18);
+  r.recovery_stage = s.text(19);
+  r.recovery_since = s.real(20);
+  r.reboots = s.i32(21);
+  r.replaces = s.text(22);
   return r;
 }
 
@@ -158,7 +175,9 @@ void bind_instance_values(Stmt& s, const InstanceRow& r) {
   s.bind(r.cluster_id).bind(r.group).bind(r.slot).bind(r.node_name).bind(r.status)
       .bind(r.message).bind(r.launch_time).bind(r.pid).bind(r.agent_token)
       .bind(r.lifecycle_status).bind(r.lifecycle_exit).bind(r.lifecycle_tail)
-      .bind(r.last_heartbeat).bind(r.terminated_at);
+      .bind(r.last_heartbeat).bind(r.terminated_at).bind(r.health).bind(r.last_verdict)
+      .bind(r.recovery).bind(r.recovery_reason).bind(r.recovery_stage).bind(r.recovery_since)
+      .bind(r.reboots).bind(r.replaces);
 }
 
 }  // namespace
@@ -179,6 +198,16 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
     if (auto s = store->exec(pragma); !s) return s.error();
   }
   if (auto s = store->exec(kSchema); !s) return s.error();
+  // Columns added after the first release: a database made before gets them here
+  // (SQLite answers "duplicate column" when one is there already).
+  for (const char* column :
+       {"health TEXT NOT NULL DEFAULT 'Unknown'", "last_verdict TEXT NOT NULL DEFAULT ''",
+        "recovery TEXT NOT NULL DEFAULT ''", "recovery_reason TEXT NOT NULL DEFAULT ''",
+        "recovery_stage TEXT NOT NULL DEFAULT ''", "recovery_since REAL NOT NULL DEFAULT 0",
+        "reboots INTEGER NOT NULL DEFAULT 0", "replaces TEXT NOT NULL DEFAULT ''"}) {
+    auto s = store->exec(std::string("ALTER TABLE instances ADD COLUMN ") + column + ";");
+    if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
+  }
   return store;
 }
 
@@ -275,7 +304,7 @@ int Store::free_cluster_index() {
 Status Store::insert_instance(const InstanceRow& r) {
   std::lock_guard lock(mu_);
   Stmt s(db_, (std::string("INSERT INTO instances (") + kInstanceCols +
-               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)").c_str());
+               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)").c_str());
   s.bind(r.instance_id);
   bind_instance_values(s, r);
   return s.run("insert instance " + r.instance_id);
@@ -285,8 +314,9 @@ Status Store::update_instance(const InstanceRow& r) {
   std::lock_guard lock(mu_);
   Stmt s(db_, "UPDATE instances SET cluster_id=?, grp=?, slot=?, node_name=?, status=?, "
               "message=?, launch_time=?, pid=?, agent_token=?, lifecycle_status=?, "
-              "lifecycle_exit=?, lifecycle_tail=?, last_heartbeat=?, terminated_at=? "
-              "WHERE instance_id=?");
+              "lifecycle_exit=?, lifecycle_tail=?, last_heartbeat=?, terminated_at=?, health=?, "
+              "last_verdict=?, recovery=?, recovery_reason=?, recovery_stage=?, "
+              "recovery_since=?, reboots=?, replaces=? WHERE instance_id=?");
   bind_instance_values(s, r);
   s.bind(r.instance_id);
   return s.run("update instance " + r.instance_id);

@@ -49,6 +49,15 @@ struct InstanceRow {
   std::string lifecycle_tail;
   double last_heartbeat = 0;
   double terminated_at = 0;  // 0 while the instance exists
+  // Health and recovery (see controller/recovery_policy.h).
+  std::string health = "Unknown";  // Unknown, Healthy, Unhealthy
+  std::string last_verdict;        // "Unhealthy: hang: no heartbeat for 6 s -> Reboot"
+  std::string recovery;            // "", Reboot, Replace: the action under way
+  std::string recovery_reason;
+  std::string recovery_stage;  // "", Requested, Rebooting
+  double recovery_since = 0;
+  int reboots = 0;              // reboots of this instance
+  std::string replaces;         // the instance this one replaced, if any
 };
 
 struct EventRow {

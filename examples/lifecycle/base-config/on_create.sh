@@ -3,16 +3,22 @@
 # munge on every node; slurmctld on the controller group; slurmd on worker groups.
 # endure-agent sets ENDURE_NODE_ROLE (controller|login|worker), ENDURE_NODE_NAME,
 # ENDURE_INSTANCE_GROUP, ENDURE_PARTITION, ENDURE_CONTROLLER_NODE, ENDURE_MUNGE_KEY,
-# ENDURE_RESOURCE_CONFIG and ENDURE_PROVISIONING_PARAMETERS (see README).
+# ENDURE_RESOURCE_CONFIG, ENDURE_PROVISIONING_PARAMETERS and ENDURE_BOOT_SCRIPTS_DIR
+# (see README).
 set -euo pipefail
 cd "$(dirname "$0")"
 echo "on_create: $(hostname) is a ${ENDURE_NODE_ROLE} node of group ${ENDURE_INSTANCE_GROUP}"
 
-bash ./setup_munge.sh
+# The daemons go in the boot scripts folder, which the agent runs at every reboot (what
+# enabling a service is on a real machine); this first boot runs them too.
+install -m 0755 ./setup_munge.sh "${ENDURE_BOOT_SCRIPTS_DIR}/10-munge.sh"
 case "${ENDURE_NODE_ROLE}" in
-  controller) bash ./start_slurmctld.sh ;;
-  worker) bash ./start_slurmd.sh ;;
+  controller) install -m 0755 ./start_slurmctld.sh "${ENDURE_BOOT_SCRIPTS_DIR}/20-slurmctld.sh" ;;
+  worker) install -m 0755 ./start_slurmd.sh "${ENDURE_BOOT_SCRIPTS_DIR}/20-slurmd.sh" ;;
   login) echo "on_create: login node: munge only; slurm clients use /etc/slurm/slurm.conf" ;;
   *) echo "on_create: unknown role ${ENDURE_NODE_ROLE}" >&2; exit 1 ;;
 esac
+for script in "${ENDURE_BOOT_SCRIPTS_DIR}"/*; do
+  bash "$script"
+done
 echo "on_create: done"

@@ -4,10 +4,14 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -43,6 +47,31 @@ int read_pid(const std::filesystem::path& pid_file) {
     return std::stoi(*text);
   } catch (...) {
     return 0;
+  }
+}
+
+bool is_mount_point(const std::filesystem::path& dir) {
+  struct stat here {}, parent {};
+  if (::stat(dir.c_str(), &here) != 0 || ::stat(dir.parent_path().c_str(), &parent) != 0) {
+    return false;
+  }
+  return here.st_dev != parent.st_dev;
+}
+
+// The local disk is a tmpfs of the type's size: real ENOSPC when full, and, mounted on the
+// host, it survives reboots of the node and goes when the instance does.
+Status mount_local_disk(const std::filesystem::path& dir, int size_mib) {
+  if (auto s = fs::make_dirs(dir, 0755); !s) return s;
+  if (is_mount_point(dir)) return {};
+  std::string options = "size=" + std::to_string(size_mib) + "m,mode=0755";
+  if (::mount("endure-local", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
+    return io_error("mount the local disk on " + dir.string());
+  }
+  return {};
+}
+
+void unmount_local_disk(const std::filesystem::path& dir) {
+  while (is_mount_point(dir) && ::umount2(dir.c_str(), MNT_DETACH) == 0) {
   }
 }
 
@@ -120,42 +149,33 @@ Status LocalProvider::prepare_cluster(const std::string& cluster_id) {
 
 Result<int> LocalProvider::launch(const LaunchRequest& request) {
   auto dir = instance_dir(request.cluster_id, request.instance_id);
-  auto lock_path = dir / "lock";
-  auto pid_path = dir / "host.pid";
-  if (auto s = fs::make_dirs(dir, 0700); !s) return s.error();
-
-  // Take the lock before anything else: when it is held, the instance already runs (a
-  // previous controller launched it and died before recording it), so adopt it.
-  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0600);
-  if (lock_fd < 0) return io_error("open " + lock_path.string());
-  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    ::close(lock_fd);
+  // Already running: a previous controller launched it and died before recording it.
+  if (running(request.cluster_id, request.instance_id)) {
     for (int i = 0; i < 100; ++i) {
-      int pid = read_pid(pid_path);
-      if (pid > 0) return pid;
+      if (int pid = read_pid(dir / "host.pid"); pid > 0) return pid;
       std::this_thread::sleep_for(50ms);
     }
     return make_error("ProviderError", "instance " + request.instance_id +
                                            " holds its lock but wrote no pid file");
   }
+  if (auto s = fs::make_dirs(dir, 0700); !s) return s.error();
 
-  // Fresh boot: lay out the node's private folders and files.
+  // A fresh machine: the node's private folders and files.
   for (const auto& d : local_node_private_dirs()) {
     if (auto s = fs::make_dirs(dir / "root" / d.substr(1), d == "/tmp" ? 01777 : 0755); !s) {
-      ::close(lock_fd);
       return s.error();
     }
   }
   fs::make_dirs(dir / "root/etc/slurm/plugstack.conf.d");
   fs::make_dirs(dir / "root/opt/endure/config");
-  fs::make_dirs(dir / "local", 0755);
+  fs::make_dirs(dir / "root/opt/endure/boot.d");
+  if (auto s = mount_local_disk(dir / "local", request.local_disk_mib); !s) return s.error();
   std::error_code ec;
   auto lifecycle_copy = dir / "root/opt/endure/lifecycle";
   std::filesystem::remove_all(lifecycle_copy, ec);
   std::filesystem::copy(request.lifecycle_source, lifecycle_copy,
                         std::filesystem::copy_options::recursive, ec);
   if (ec) {
-    ::close(lock_fd);
     return make_error("ProviderError", "copy lifecycle scripts from " +
                                            request.lifecycle_source.string() + ": " + ec.message());
   }
@@ -167,38 +187,46 @@ Result<int> LocalProvider::launch(const LaunchRequest& request) {
     }
     return {};
   };
-  if (auto s = write_all(request.files, 0644); !s) {
-    ::close(lock_fd);
-    return s.error();
-  }
-  if (auto s = write_all(request.secret_files, 0600); !s) {
-    ::close(lock_fd);
-    return s.error();
-  }
+  if (auto s = write_all(request.files, 0644); !s) return s.error();
+  if (auto s = write_all(request.secret_files, 0600); !s) return s.error();
   if (!std::filesystem::exists(dir / "root/etc/hosts")) {
     fs::atomic_write_file(dir / "root/etc/hosts", "127.0.0.1 localhost\n");
   }
+  if (!std::filesystem::exists(dir / "kmsg")) fs::atomic_write_file(dir / "kmsg", "", 0644);
 
-  LocalBoot boot;
-  boot.hostname = request.node_name;
-  boot.pid_file = pid_path.string();
+  LocalBoot boot_config;
+  boot_config.hostname = request.node_name;
+  boot_config.pid_file = (dir / "host.pid").string();
   for (const auto& d : local_node_private_dirs()) {
-    boot.binds.push_back({(dir / "root" / d.substr(1)).string(), d, false});
+    boot_config.binds.push_back({(dir / "root" / d.substr(1)).string(), d, false});
   }
-  boot.binds.push_back({(dir / "root/etc/hosts").string(), "/etc/hosts", true});
-  boot.binds.push_back({(cluster_dir(request.cluster_id) / "fsx").string(), "/fsx", false});
-  boot.binds.push_back({(dir / "local").string(), "/local", false});
-  auto boot_path = dir / "boot.json";
-  if (auto s = fs::atomic_write_file(boot_path, boot.to_json().dump(2)); !s) {
-    ::close(lock_fd);
+  boot_config.binds.push_back({(dir / "root/etc/hosts").string(), "/etc/hosts", true});
+  boot_config.binds.push_back({(dir / "kmsg").string(), "/dev/kmsg", true});
+  boot_config.binds.push_back({(cluster_dir(request.cluster_id) / "fsx").string(), "/fsx", false});
+  boot_config.binds.push_back({(dir / "local").string(), "/local", false});
+  if (auto s = fs::atomic_write_file(dir / "boot.json", boot_config.to_json().dump(2)); !s) {
     return s.error();
   }
-  ::unlink(pid_path.c_str());
+  return boot(request.cluster_id, request.instance_id);
+}
 
+Result<int> LocalProvider::boot(const std::string& cluster_id, const std::string& instance_id) {
+  auto dir = instance_dir(cluster_id, instance_id);
+  auto lock_path = dir / "lock";
+  auto pid_path = dir / "host.pid";
+  // The lock is taken before the namespace exists and passes into it: from here on
+  // "running" and "lock held" mean the same, whatever happens to this process.
+  int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0600);
+  if (lock_fd < 0) return io_error("open " + lock_path.string());
+  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock_fd);
+    return make_error("ProviderError", "instance " + instance_id + " is already running");
+  }
+  ::unlink(pid_path.c_str());
   int log_fd = ::open((dir / "boot.log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   std::string agent = agent_path_.string();
-  std::string boot_arg = boot_path.string();
+  std::string boot_arg = (dir / "boot.json").string();
   const char* argv[] = {agent.c_str(), "--local-boot", boot_arg.c_str(), nullptr};
   std::string path_env = std::string("PATH=") + kNodePath;
   const char* envp[] = {path_env.c_str(), "HOME=/root", "LANG=C.UTF-8", nullptr};
@@ -225,14 +253,85 @@ Result<int> LocalProvider::launch(const LaunchRequest& request) {
   ::close(null_fd);
   if (pid < 0) {
     errno = saved_errno;
-    return io_error("clone for " + request.instance_id);
+    return io_error("clone for " + instance_id);
   }
   crash_point("launch.after_clone");
   // The agent writes the same pid itself; writing it here too closes the gap in which a
   // restarted controller would find the lock held and no pid.
   fs::atomic_write_file(pid_path, std::to_string(pid) + "\n");
-  log::info("local: launched {} ({}) as host pid {}", request.node_name, request.instance_id, pid);
+  log::info("local: booted {} as host pid {}", instance_id, pid);
   return static_cast<int>(pid);
+}
+
+Result<int> LocalProvider::reboot(const std::string& cluster_id, const std::string& instance_id) {
+  if (!std::filesystem::exists(instance_dir(cluster_id, instance_id) / "boot.json")) {
+    return make_error("ProviderError", "instance " + instance_id + " was never launched");
+  }
+  if (auto s = terminate(cluster_id, instance_id); !s) return s.error();
+  return boot(cluster_id, instance_id);
+}
+
+namespace {
+
+// Every live process whose pid namespace is that of pid.
+std::vector<int> processes_in_namespace_of(int pid) {
+  std::vector<int> out;
+  std::error_code ec;
+  auto ns = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec);
+  if (ec) return out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    std::error_code e2;
+    if (std::filesystem::read_symlink(entry.path() / "ns/pid", e2) == ns && !e2) {
+      out.push_back(std::stoi(name));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Status LocalProvider::freeze(const std::string& cluster_id, const std::string& instance_id) {
+  int node_pid = pid(cluster_id, instance_id);
+  if (node_pid <= 0) return make_error("ProviderError", instance_id + " is not running");
+  // Twice: a process forked between the scan and the signal is caught the second time.
+  for (int round = 0; round < 2; ++round) {
+    for (int p : processes_in_namespace_of(node_pid)) ::kill(p, SIGSTOP);
+  }
+  return {};
+}
+
+Status LocalProvider::append_kernel_log(const std::string& cluster_id,
+                                        const std::string& instance_id,
+                                        const std::string& message) {
+  auto path = instance_dir(cluster_id, instance_id) / "kmsg";
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return io_error("open " + path.string());
+  // The record format of /dev/kmsg: priority,sequence,microseconds,flags;text
+  static std::atomic<long> seq{1000};
+  auto usec = std::chrono::duration_cast<std::chrono::microseconds>(
+                  std::chrono::steady_clock::now().time_since_epoch())
+                  .count();
+  std::string record =
+      "3," + std::to_string(seq++) + "," + std::to_string(usec) + ",-;" + message + "\n";
+  bool ok = ::write(fd, record.data(), record.size()) == static_cast<ssize_t>(record.size());
+  ::close(fd);
+  return ok ? Status{} : Status(io_error("write " + path.string()));
+}
+
+Status LocalProvider::fill_local_disk(const std::string& cluster_id,
+                                      const std::string& instance_id) {
+  auto path = instance_dir(cluster_id, instance_id) / "local/.fill";
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return io_error("open " + path.string());
+  // Write until the file system says no: what a runaway job does to a disk.
+  std::string chunk(1 << 20, 'x');
+  while (::write(fd, chunk.data(), chunk.size()) > 0) {
+  }
+  ::fsync(fd);
+  ::close(fd);
+  return {};
 }
 
 bool LocalProvider::running(const std::string& cluster_id, const std::string& instance_id) {
@@ -267,6 +366,7 @@ Status LocalProvider::terminate(const std::string& cluster_id, const std::string
 
 Status LocalProvider::destroy(const std::string& cluster_id, const std::string& instance_id) {
   if (auto s = terminate(cluster_id, instance_id); !s) return s;
+  unmount_local_disk(instance_dir(cluster_id, instance_id) / "local");
   return fs::remove_tree(instance_dir(cluster_id, instance_id));
 }
 

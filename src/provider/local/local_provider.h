@@ -14,7 +14,10 @@
 //       root/       bound over /etc/slurm, /etc/munge, /etc/hosts, /var/spool/slurm,
 //                   /var/log/slurm, /run/slurm, /run/munge, /var/lib/munge,
 //                   /var/log/munge, /opt/endure and /tmp inside the node
-//       local/      the node's local disk, /local inside the node
+//       local/      the node's local disk, /local inside the node: a tmpfs of the
+//                   instance type's size mounted here on the host, so that it outlives
+//                   a reboot of the node and goes with the instance
+//       kmsg        the node's kernel log, bound over /dev/kmsg inside the node
 #pragma once
 
 #include <filesystem>
@@ -48,6 +51,11 @@ class LocalProvider : public NodeProvider {
 
   Status prepare_cluster(const std::string& cluster_id) override;
   Result<int> launch(const LaunchRequest& request) override;
+  Result<int> reboot(const std::string& cluster_id, const std::string& instance_id) override;
+  Status freeze(const std::string& cluster_id, const std::string& instance_id) override;
+  Status append_kernel_log(const std::string& cluster_id, const std::string& instance_id,
+                           const std::string& message) override;
+  Status fill_local_disk(const std::string& cluster_id, const std::string& instance_id) override;
   bool running(const std::string& cluster_id, const std::string& instance_id) override;
   int pid(const std::string& cluster_id, const std::string& instance_id) override;
   Status terminate(const std::string& cluster_id, const std::string& instance_id) override;
@@ -72,6 +80,8 @@ class LocalProvider : public NodeProvider {
                                      const std::string& instance_id) const;
 
  private:
+  // Starts the node's first process from its boot.json, holding its lock (taken here).
+  Result<int> boot(const std::string& cluster_id, const std::string& instance_id);
   // Host path of a file or folder inside the node.
   std::filesystem::path node_path(const std::string& cluster_id, const std::string& instance_id,
                                   const std::string& path_in_node) const;

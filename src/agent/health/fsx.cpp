@@ -1,0 +1,88 @@
+#include "agent/health/fsx.h"
+
+#include <errno.h>
+#include <fmt/format.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <exception>
+
+#include "agent/health/disk.h"
+#include "common/log.h"
+
+namespace endure::agent::health {
+
+namespace {
+
+Finding fsx_error(std::string detail) { return {"fsx-error", "fsx", std::move(detail)}; }
+
+// The probe file's name: the node's, so that nodes sharing /fsx never collide.
+std::string probe_name(const NodeExpectations& expect) {
+  if (!expect.node_name.empty()) return expect.node_name;
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') return host;
+  return "node-" + std::to_string(::getpid());
+}
+
+}  // namespace
+
+std::optional<Finding> probe_fsx(const NodeExpectations& expect, bool check_space) {
+  const std::string& path = expect.fsx_path;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return fsx_error(fmt::format("stat {}: {}", path, strerror(errno)));
+  }
+  if (!S_ISDIR(st.st_mode)) return fsx_error(path + ": not a folder");
+
+  std::string dir = path + "/.endure-health";
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return fsx_error(fmt::format("mkdir {}: {}", dir, strerror(errno)));
+  }
+  if (auto failed = file_round_trip(dir + "/" + probe_name(expect))) return fsx_error(*failed);
+  if (check_space) return free_space_finding(path, expect, "fsx", "fsx-error");
+  return std::nullopt;
+}
+
+FsxCheck::FsxCheck(const NodeExpectations& expect, bool check_space, FsxProbe probe)
+    : expect_(expect), probe_fn_(std::move(probe)) {
+  if (!probe_fn_) {
+    probe_fn_ = [check_space](const NodeExpectations& e) { return probe_fsx(e, check_space); };
+  }
+}
+
+std::vector<Finding> FsxCheck::run() {
+  std::vector<Finding> findings;
+  try {
+    std::chrono::milliseconds timeout(expect_.fsx_timeout_ms);
+    // The thread gets copies of the probe and the expectations, never this check.
+    auto r = probe_.run(
+        [fn = probe_fn_, expect = expect_] {
+          std::vector<Finding> found;
+          if (auto f = fn(expect)) found.push_back(std::move(*f));
+          return found;
+        },
+        timeout);
+    switch (r.outcome) {
+      case BoundedProbe::Outcome::kDone:
+        findings = std::move(r.findings);
+        break;
+      case BoundedProbe::Outcome::kTimedOut:
+        findings.push_back({"fsx-hang", "fsx",
+                            fmt::format("probe of {} did not finish in {} ms", expect_.fsx_path,
+                                        expect_.fsx_timeout_ms)});
+        break;
+      case BoundedProbe::Outcome::kStillStuck:
+        findings.push_back({"fsx-hang", "fsx",
+                            fmt::format("an earlier probe of {} has not returned for {} ms",
+                                        expect_.fsx_path, r.stuck_for.count())});
+        break;
+    }
+  } catch (const std::exception& e) {
+    log::warn("fsx check: {}", e.what());
+  }
+  return findings;
+}
+
+}  // namespace endure::agent::health

@@ -1,0 +1,201 @@
+#include "controller/recovery_manager.h"
+
+#include "api/wire.h"
+#include "common/crash_point.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "controller/recovery_policy.h"
+
+namespace endure::controller {
+
+RecoveryManager::RecoveryManager(store::Store& store, provider::NodeProvider& provider,
+                                 const Config& config, HealthMonitor& health)
+    : store_(store), provider_(provider), config_(config), health_(health) {}
+
+void RecoveryManager::event(const store::InstanceRow& r, const std::string& type,
+                            const std::string& text) {
+  store_.append_event(
+      {0, r.cluster_id, 0, "Instance", r.group, r.instance_id, r.node_name, type, text});
+  log::info("{} {}: {}: {}", r.node_name, r.instance_id, type, text);
+}
+
+void RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
+                                const spec::ClusterLayout& layout, const SlurmView& slurm) {
+  for (const auto& row : store_.instances(cluster.id, true)) {
+    if (row.status == "Running" && row.recovery.empty()) judge(cluster, spec, layout, row, slurm);
+  }
+  for (const auto& row : store_.instances(cluster.id, true)) {
+    if (row.recovery_stage == "Requested") act(cluster, layout, row, slurm);
+  }
+}
+
+void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
+                            const spec::ClusterLayout& layout, const store::InstanceRow& row,
+                            const SlurmView& slurm) {
+  std::optional<RecoveryAction> action;
+  std::string reason;
+  bool is_controller = row.node_name == layout.controller_node;
+  // An operator's Action: reason, honoured as the cloud service does: with jobs on the
+  // node (state=fail) it waits for them; a node set down acts at once.
+  if (auto it = slurm.nodes.find(row.node_name); it != slurm.nodes.end()) {
+    const auto& node = it->second;
+    auto manual = manual_action(node.reason);
+    if (manual && (node.has_flag("FAIL") || node.drained() || node.down())) {
+      if (node.busy() && !node.down()) {
+        std::string waiting = std::string(node.reason) + " requested: waiting for jobs to finish";
+        if (row.message != waiting) {
+          store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+            x.message = waiting;
+            return {};
+          });
+          event(row, "NodeRecoveryWaiting", waiting);
+        }
+        return;
+      }
+      action = manual;
+      reason = node.reason + " set in Slurm";
+    }
+  }
+  if (!action) {
+    double watched_since = std::max(row.launch_time, row.recovery_since);
+    auto verdict = health_.assess(row.instance_id, provider_.running(cluster.id, row.instance_id),
+                                  watched_since);
+    if (!verdict) {
+      if (row.health != "Healthy") {
+        store_.mutate_instance(row.instance_id, [](store::InstanceRow& x) -> Status {
+          x.health = "Healthy";
+          return {};
+        });
+      }
+      return;
+    }
+    action = escalate(action_for_fault(verdict->fault), row.reboots);
+    reason = verdict->fault + ": " + verdict->detail;
+  }
+  // The controller keeps Slurm's state on its local disk: it is rebooted, never replaced.
+  if (is_controller) action = RecoveryAction::kReboot;
+  std::string verdict_text = "Unhealthy: " + reason + " -> " + action_name(*action);
+  event(row, "NodeUnhealthy", verdict_text);
+  if (spec.node_recovery == "None") {
+    if (slurm.client) slurm.client->drain(row.node_name, std::string(kDrainReasonPrefix) + " " + reason);
+    store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+      x.status = "Failure";
+      x.message = reason;
+      x.health = "Unhealthy";
+      x.last_verdict = verdict_text;
+      return {};
+    });
+    event(row, "NodeDrained", "NodeRecovery is None: drained, no action taken");
+    return;
+  }
+  store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+    x.health = "Unhealthy";
+    x.last_verdict = verdict_text;
+    x.recovery = action_name(*action);
+    x.recovery_reason = reason;
+    x.recovery_stage = "Requested";
+    x.recovery_since = ids::now_seconds();
+    return {};
+  });
+}
+
+void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+                          const store::InstanceRow& row, const SlurmView& slurm) {
+  const auto* slot = layout.find(row.node_name);
+  bool worker = slot && slot->role == spec::NodeRole::kWorker;
+  if (worker && slurm.client) {
+    auto s = slurm.client->down_and_drain(row.node_name,
+                                          std::string(kDrainReasonPrefix) + " " + row.recovery_reason);
+    if (s) event(row, "NodeDrained", "down and drained in Slurm: " + row.recovery_reason);
+    else log::warn("{}: {}", row.node_name, s.error().message);
+  }
+  crash_point("recovery.after_drain");
+  health_.forget(row.instance_id);
+  if (row.recovery == "Reboot") {
+    store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+      x.status = "Pending";
+      x.message = "Rebooting: " + row.recovery_reason;
+      x.lifecycle_status = "Rebooting";
+      x.reboots += 1;
+      x.recovery_stage = "Rebooting";
+      x.recovery_since = ids::now_seconds();
+      return {};
+    });
+    event(row, "NodeRebooting", row.recovery_reason);
+    auto pid = provider_.reboot(cluster.id, row.instance_id);
+    if (pid) {
+      store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+        x.pid = *pid;
+        return {};
+      });
+      return;
+    }
+    event(row, "RebootFailed", pid.error().message);
+    store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+      x.recovery = "Replace";
+      x.recovery_reason = "reboot-failed: " + pid.error().message;
+      x.recovery_stage = "Requested";
+      return {};
+    });
+    return;
+  }
+  // Replace: the old instance goes with its local disk; the slot is filled again by the
+  // reconciler under the same hostname, with a new InstanceId.
+  store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+    x.status = "ShuttingDown";
+    x.message = "Replacing: " + row.recovery_reason;
+    return {};
+  });
+  event(row, "NodeReplacing", row.recovery_reason);
+  if (auto s = provider_.destroy(cluster.id, row.instance_id); !s) {
+    log::error("{}: {}", row.instance_id, s.error().message);
+    return;  // tried again next pass
+  }
+  store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+    x.status = "Terminated";
+    x.message = "replaced: " + row.recovery_reason;
+    x.recovery_stage = "Done";
+    x.pid = 0;
+    x.terminated_at = ids::now_seconds();
+    return {};
+  });
+  event(row, "InstanceTerminated", "replaced: " + row.recovery_reason);
+}
+
+Status RecoveryManager::request(const store::ClusterRow& cluster,
+                                const spec::ClusterLayout& layout, const std::string& instance_id,
+                                RecoveryAction action, const std::string& reason) {
+  auto row = store_.instance(instance_id);
+  if (!row || row->cluster_id != cluster.id || row->terminated_at > 0) {
+    return make_error("InstanceIdNotFound",
+                      "no instance " + instance_id + " in cluster " + cluster.name);
+  }
+  const auto* slot = layout.find(row->node_name);
+  if (action == RecoveryAction::kReplace && slot && slot->role == spec::NodeRole::kController) {
+    return make_error("ControllerNodeNotReplaceable",
+                      row->node_name + " (" + instance_id +
+                          ") runs slurmctld and holds Slurm's state: it cannot be replaced; "
+                          "reboot it instead");
+  }
+  if (row->status != "Running" || !row->recovery.empty()) {
+    return make_error("InvalidInstanceStatus", instance_id + " is " + row->status +
+                                                   (row->recovery.empty()
+                                                        ? ""
+                                                        : " (" + row->recovery + " under way)") +
+                                                   "; only a Running instance can be " +
+                                                   (action == RecoveryAction::kReboot ? "rebooted"
+                                                                                      : "replaced"));
+  }
+  Status s = store_.mutate_instance(instance_id, [&](store::InstanceRow& x) -> Status {
+    x.recovery = action_name(action);
+    x.recovery_reason = reason;
+    x.recovery_stage = "Requested";
+    x.recovery_since = ids::now_seconds();
+    x.last_verdict = "requested: " + reason + " -> " + action_name(action);
+    return {};
+  });
+  if (s) event(*row, "NodeRecoveryRequested", reason + " -> " + action_name(action));
+  return s;
+}
+
+}  // namespace endure::controller

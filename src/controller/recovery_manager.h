@@ -1,0 +1,55 @@
+// Node recovery: each pass it judges every node in service (agent findings, heartbeats,
+// processes, manual Action: reasons in Slurm), takes unhealthy nodes out of Slurm, and
+// reboots or replaces them. Every step is stored before it is taken, so a controller
+// killed in the middle resumes the same recovery.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "controller/config.h"
+#include "controller/health_monitor.h"
+#include "controller/recovery_policy.h"
+#include "provider/node_provider.h"
+#include "slurm/slurm_client.h"
+#include "spec/cluster_spec.h"
+#include "spec/layout.h"
+#include "store/store.h"
+
+namespace endure::controller {
+
+// What a reconcile pass knows of Slurm: a client into the controller node (when it
+// runs) and the node states it reported (empty when it could not be asked).
+struct SlurmView {
+  const slurm::SlurmClient* client = nullptr;
+  std::map<std::string, slurm::NodeState> nodes;
+};
+
+class RecoveryManager {
+ public:
+  RecoveryManager(store::Store& store, provider::NodeProvider& provider, const Config& config,
+                  HealthMonitor& health);
+
+  void reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
+                 const spec::ClusterLayout& layout, const SlurmView& slurm);
+
+  // Operator requests (BatchRebootClusterNodes / BatchReplaceClusterNodes): marks the
+  // instance for recovery, or says why not (InstanceIdNotFound, InvalidInstanceStatus).
+  Status request(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+                 const std::string& instance_id, RecoveryAction action, const std::string& reason);
+
+ private:
+  void judge(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
+             const spec::ClusterLayout& layout, const store::InstanceRow& row,
+             const SlurmView& slurm);
+  void act(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+           const store::InstanceRow& row, const SlurmView& slurm);
+  void event(const store::InstanceRow& row, const std::string& type, const std::string& text);
+
+  store::Store& store_;
+  provider::NodeProvider& provider_;
+  const Config& config_;
+  HealthMonitor& health_;
+};
+
+}  // namespace endure::controller

@@ -1,0 +1,615 @@
+// Node health checks: kernel-log classification and tailing, disks, /fsx (including a
+// probe that hangs), slurmd, CPUs, memory and NVML's absent-library paths.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/health/disk.h"
+#include "agent/health/fsx.h"
+#include "agent/health/health_check.h"
+#include "agent/health/kernel_log.h"
+#include "agent/health/nvml.h"
+#include "agent/health/resources.h"
+#include "agent/health/slurmd.h"
+
+namespace endure::agent::health {
+namespace {
+
+namespace sfs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+// A fresh folder from mkdtemp(), removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string templ = (sfs::temp_directory_path() / "endure-health-test-XXXXXX").string();
+    char* made = ::mkdtemp(templ.data());
+    EXPECT_NE(made, nullptr);
+    path_ = templ;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    sfs::remove_all(path_, ec);
+  }
+  const sfs::path& path() const { return path_; }
+  std::string str(const std::string& name = "") const {
+    return name.empty() ? path_.string() : (path_ / name).string();
+  }
+
+ private:
+  sfs::path path_;
+};
+
+void append(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::app | std::ios::binary);
+  out << text;
+}
+
+std::vector<std::string> kinds(const std::vector<Finding>& findings) {
+  std::vector<std::string> out;
+  for (const auto& f : findings) out.push_back(f.kind);
+  return out;
+}
+
+long elapsed_ms(Clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count();
+}
+
+// Expectations that every check passes on this machine, pointed at temp folders.
+NodeExpectations healthy_here(const TempDir& dir) {
+  NodeExpectations e;
+  e.node_name = "node-a";
+  e.local_path = dir.str();
+  e.fsx_path = dir.str();
+  e.kmsg_path = dir.str("kmsg");
+  e.disk_min_free_fraction = 0;
+  e.disk_min_free_mib = 0;
+  return e;
+}
+
+// --- Finding ---------------------------------------------------------------------------
+
+TEST(HealthFindingTest, ToJsonHasKindCheckDetail) {
+  Finding f{"xid", "kernel-log", "Xid 79: gone"};
+  json j = f.to_json();
+  EXPECT_EQ(j.dump(), R"({"Kind":"xid","Check":"kernel-log","Detail":"Xid 79: gone"})");
+}
+
+// --- classify_kernel_record --------------------------------------------------------------
+
+struct RecordCase {
+  const char* record;
+  const char* kind;  // nullptr: not a finding
+  const char* in_detail = nullptr;
+};
+
+const RecordCase kRecords[] = {
+    // NVIDIA Xid, kmsg and dmesg formats; hardware Xids only.
+    {"4,1021,123456789,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen "
+     "off the bus.",
+     "xid", "Xid 79"},
+    {"[ 1234.567890] NVRM: Xid (PCI:0000:3b:00): 48, pid=1234, name=python, An uncorrectable "
+     "double bit error (DBE) has been detected on GPU",
+     "xid", "Xid 48"},
+    {"NVRM: Xid (PCI:0000:3b:00): 63, pid='<unknown>', name=<unknown>, Row Remapper: New row "
+     "marked for remapping",
+     "xid", "Xid 63"},
+    {"NVRM: Xid (PCI:0000:3b:00): 64, pid=1, name=x, Row Remapper: failed", "xid", "Xid 64"},
+    {"4,2,3,-;NVRM: Xid (PCI:0000:86:00): 74, pid=99, name=torchrun, NVLink: fatal error", "xid",
+     "Xid 74"},
+    {"NVRM: Xid (PCI:0000:3b:00): 92, pid=1, name=x, High single-bit ECC error rate", "xid",
+     "Xid 92"},
+    {"NVRM: Xid (PCI:0000:3b:00): 94, pid=1, name=x, Contained: SM (0x1)", "xid", "Xid 94"},
+    {"NVRM: Xid (PCI:0000:3b:00): 95, pid=1, name=x, Uncontained: FBHUB", "xid", "Xid 95"},
+    {"NVRM: Xid (PCI:0000:3b:00): 119, pid=1, name=x, Timeout waiting for RPC from GSP!", "xid",
+     "Xid 119"},
+    {"NVRM: Xid (PCI:0000:3b:00): 120, pid=1, name=x, GSP error", "xid", "Xid 120"},
+    {"NVRM: Xid (PCI:0000:3b:00): 140, pid=1, name=x, Unrecovered ECC Error", "xid", "Xid 140"},
+    {"4,5,6,-;NVRM: Xid (PCI:0000:3b:00): 13, pid=1234, name=python, Graphics Exception", nullptr},
+    {"[  99.1] NVRM: Xid (PCI:0000:3b:00): 31, pid=1234, name=python, MMU Fault", nullptr},
+    {"NVRM: Xid (PCI:0000:3b:00): 43, pid=1234, name=python, Ch 00000010", nullptr},
+    {"NVRM: Xid (PCI:0000:3b:00): 45, pid=1234, name=python, Ch 00000010", nullptr},
+    // Machine checks.
+    {"2,300,400,-;mce: [Hardware Error]: Machine check events logged", "mce", "Machine check"},
+    {"[  5.000000] mce: [Hardware Error]: CPU 3: Machine Check: 0 Bank 5: be00000000800400", "mce",
+     "Bank 5"},
+    {"mce: CPU0: Core temperature above threshold, cpu clock throttled", nullptr},
+    // EDAC: uncorrected is a finding, corrected is not.
+    {"3,77,88,-;EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 "
+     "slot:0 page:0x1234)",
+     "ecc", "UE memory read error"},
+    {"EDAC MC0: 1 CE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1)", nullptr},
+    // File-system and block errors.
+    {"3,10,20,-;EXT4-fs error (device sda1): ext4_find_entry:1455: inode #2: comm ls: reading "
+     "directory lblock 0",
+     "fs-error", "EXT4-fs error (device sda1)"},
+    {"[ 77.7] XFS (sdb1): Corruption detected. Unmount and run xfs_repair", "fs-error",
+     "XFS (sdb1)"},
+    {"BTRFS error (device nvme0n1p2): bdev /dev/nvme0n1p2 errs: wr 0, rd 1", "fs-error", "BTRFS"},
+    {"Buffer I/O error on dev sda1, logical block 12345, async page read", "fs-error",
+     "logical block 12345"},
+    {"3,11,21,-;blk_update_request: I/O error, dev sda, sector 2048 op 0x0:(READ)", "fs-error",
+     "dev sda"},
+    {"I/O error, dev nvme0n1, sector 4096 op 0x1:(WRITE) flags 0x0 phys_seg 1 prio class 0",
+     "fs-error", "nvme0n1"},
+    // A kmsg record with continuation lines: classified by its message, metadata ignored.
+    {"3,12,22,-;EXT4-fs error (device sda1): ext4_journal_check_start: Detected aborted "
+     "journal\n SUBSYSTEM=block\n DEVICE=b8:1\n",
+     "fs-error", "aborted journal"},
+    {" SUBSYSTEM=pci", nullptr},
+    {"<3>[   12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.",
+     "xid", "Xid 79"},
+    // Unrelated lines.
+    {"6,100,200,-;usb 1-1: new high-speed USB device number 2 using xhci_hcd", nullptr},
+    {"[   12.345678] e1000e: eth0 NIC Link is Up 1000 Mbps Full Duplex", nullptr},
+    {"EXT4-fs (sda1): mounted filesystem with ordered data mode", nullptr},
+    {"BTRFS info (device sda2): disk space caching is enabled", nullptr},
+    {"NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15", nullptr},
+    {"", nullptr},
+};
+
+TEST(KernelRecordTest, ClassifiesByTheKernelsMessageFormats) {
+  for (const auto& c : kRecords) {
+    SCOPED_TRACE(c.record);
+    auto f = classify_kernel_record(c.record);
+    if (c.kind == nullptr) {
+      EXPECT_FALSE(f.has_value()) << "got " << f->kind;
+      continue;
+    }
+    ASSERT_TRUE(f.has_value());
+    EXPECT_EQ(f->kind, c.kind);
+    EXPECT_EQ(f->check, "kernel-log");
+    if (c.in_detail != nullptr) {
+      EXPECT_NE(f->detail.find(c.in_detail), std::string::npos) << f->detail;
+    }
+  }
+}
+
+TEST(KernelRecordTest, DetailIsTheMessageWithoutHeaderOrTimestamp) {
+  auto kmsg = classify_kernel_record("3,11,21,-;Buffer I/O error on dev sda1, logical block 1");
+  ASSERT_TRUE(kmsg);
+  EXPECT_EQ(kmsg->detail, "Buffer I/O error on dev sda1, logical block 1");
+  auto dmesg =
+      classify_kernel_record("[   12.345678] Buffer I/O error on dev sda1, logical block 1");
+  ASSERT_TRUE(dmesg);
+  EXPECT_EQ(dmesg->detail, kmsg->detail);
+  auto cont = classify_kernel_record("3,1,2,-;EXT4-fs error (device sda1): x\n DEVICE=b8:1\n");
+  ASSERT_TRUE(cont);
+  EXPECT_EQ(cont->detail, "EXT4-fs error (device sda1): x");
+}
+
+// --- KernelLogCheck ----------------------------------------------------------------------
+
+constexpr const char* kXidLine =
+    "4,1,100,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.\n";
+
+TEST(KernelLogCheckTest, ReportsOnlyLinesAppendedAfterConstructionEachOnce) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  append(e.kmsg_path, kXidLine);
+  append(e.kmsg_path, "3,2,200,-;EXT4-fs error (device sda1): old\n");
+
+  KernelLogCheck check(e);
+  EXPECT_TRUE(check.run().empty());  // old lines are never reported
+
+  append(e.kmsg_path, "6,3,300,-;usb 1-1: new device\n");
+  append(e.kmsg_path, "3,4,400,-;EXT4-fs error (device sda1): new\n SUBSYSTEM=block\n");
+  append(e.kmsg_path, "2,5,500,-;mce: [Hardware Error]: Machine check events logged\n");
+  auto found = check.run();
+  EXPECT_EQ(kinds(found), (std::vector<std::string>{"fs-error", "mce"}));
+  EXPECT_TRUE(check.run().empty());  // reported once
+}
+
+TEST(KernelLogCheckTest, HoldsAPartialLineUntilItsNewline) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  append(e.kmsg_path, "");
+  KernelLogCheck check(e);
+
+  append(e.kmsg_path, "4,1,100,-;NVRM: Xid (PCI:0000:3b:00): 7");
+  EXPECT_TRUE(check.run().empty());
+  append(e.kmsg_path, "9, pid=1, name=x, GPU has fallen off the bus.\n");
+  auto found = check.run();
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kind, "xid");
+  EXPECT_NE(found[0].detail.find("Xid 79"), std::string::npos);
+  EXPECT_TRUE(check.run().empty());
+}
+
+TEST(KernelLogCheckTest, ALogThatAppearsLaterStartsAtItsEnd) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  KernelLogCheck check(e);  // no file yet
+  EXPECT_TRUE(check.run().empty());
+  append(e.kmsg_path, kXidLine);  // written before the check could open it: old
+  EXPECT_TRUE(check.run().empty());
+  append(e.kmsg_path, kXidLine);
+  EXPECT_EQ(kinds(check.run()), std::vector<std::string>{"xid"});
+}
+
+TEST(KernelLogCheckTest, ATruncatedFileIsReadFromItsStart) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  append(e.kmsg_path, std::string(4096, 'x') + "\n");
+  KernelLogCheck check(e);
+  { std::ofstream(e.kmsg_path, std::ios::trunc) << kXidLine; }
+  EXPECT_EQ(kinds(check.run()), std::vector<std::string>{"xid"});
+}
+
+// --- DiskCheck, BasicLocalDiskCheck ------------------------------------------------------
+
+TEST(DiskCheckTest, FindsDiskFullOnlyBelowTheThresholds) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  EXPECT_TRUE(DiskCheck(e).run().empty());
+
+  e.disk_min_free_fraction = 1.01;  // more free than the disk's size: always short
+  auto found = DiskCheck(e).run();
+  ASSERT_EQ(kinds(found), std::vector<std::string>{"disk-full"});
+  EXPECT_EQ(found[0].check, "disk");
+  EXPECT_NE(found[0].detail.find(" used of "), std::string::npos) << found[0].detail;
+
+  e.disk_min_free_fraction = 0;
+  e.disk_min_free_mib = 1L << 40;  // an exbibyte
+  EXPECT_EQ(kinds(DiskCheck(e).run()), std::vector<std::string>{"disk-full"});
+}
+
+TEST(DiskCheckTest, MissingPathIsLocalDisk) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.local_path = dir.str("missing");
+  EXPECT_EQ(kinds(DiskCheck(e).run()), std::vector<std::string>{"local-disk"});
+}
+
+TEST(BasicLocalDiskCheckTest, WritableFolderWithSpaceIsHealthy) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  EXPECT_TRUE(BasicLocalDiskCheck(e).run().empty());
+  EXPECT_FALSE(sfs::exists(dir.path() / ".endure-health-probe"));  // cleaned up
+}
+
+TEST(BasicLocalDiskCheckTest, MissingFolderOrFileIsLocalDisk) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.local_path = dir.str("missing");
+  auto found = BasicLocalDiskCheck(e).run();
+  ASSERT_EQ(kinds(found), std::vector<std::string>{"local-disk"});
+  EXPECT_NE(found[0].detail.find("No such file"), std::string::npos) << found[0].detail;
+
+  append(dir.str("file"), "x");
+  e.local_path = dir.str("file");
+  EXPECT_EQ(kinds(BasicLocalDiskCheck(e).run()), std::vector<std::string>{"local-disk"});
+}
+
+TEST(BasicLocalDiskCheckTest, AFolderThatRefusesFilesIsLocalDisk) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.local_path = "/proc";  // a folder where nobody, root included, can create a file
+  auto found = BasicLocalDiskCheck(e).run();
+  ASSERT_EQ(kinds(found), std::vector<std::string>{"local-disk"});
+  EXPECT_NE(found[0].detail.find("create /proc/.endure-health-probe"), std::string::npos)
+      << found[0].detail;
+}
+
+TEST(BasicLocalDiskCheckTest, ShortOfSpaceIsDiskFull) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.disk_min_free_fraction = 1.01;
+  EXPECT_EQ(kinds(BasicLocalDiskCheck(e).run()), std::vector<std::string>{"disk-full"});
+}
+
+// --- FsxCheck ----------------------------------------------------------------------------
+
+TEST(FsxCheckTest, WritableFolderIsHealthyAndLeavesNoProbeFile) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  EXPECT_TRUE(FsxCheck(e).run().empty());
+  EXPECT_TRUE(sfs::is_directory(dir.path() / ".endure-health"));
+  EXPECT_FALSE(sfs::exists(dir.path() / ".endure-health" / "node-a"));
+  EXPECT_TRUE(FsxCheck(e).run().empty());  // the folder already there is fine
+}
+
+TEST(FsxCheckTest, MissingFolderIsFsxError) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.fsx_path = dir.str("missing");
+  auto found = FsxCheck(e).run();
+  ASSERT_EQ(kinds(found), std::vector<std::string>{"fsx-error"});
+  EXPECT_NE(found[0].detail.find("No such file"), std::string::npos) << found[0].detail;
+}
+
+TEST(FsxCheckTest, BasicModeAlsoChecksSpace) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.disk_min_free_fraction = 1.01;
+  EXPECT_TRUE(FsxCheck(e).run().empty());  // continuous: space is not its business
+  EXPECT_EQ(kinds(FsxCheck(e, /*check_space=*/true).run()), std::vector<std::string>{"disk-full"});
+}
+
+TEST(FsxCheckTest, AHungProbeIsReportedInTimeAndNotStartedTwice) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.fsx_timeout_ms = 200;
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  FsxCheck check(e, false, [calls, returned](const NodeExpectations&) -> std::optional<Finding> {
+    if (++*calls == 1) {
+      std::this_thread::sleep_for(2s);  // a hung NFS call
+      *returned = true;
+    }
+    return std::nullopt;
+  });
+
+  auto t0 = Clock::now();
+  auto found = check.run();
+  EXPECT_LT(elapsed_ms(t0), 400);
+  EXPECT_GE(elapsed_ms(t0), 190);
+  EXPECT_EQ(kinds(found), std::vector<std::string>{"fsx-hang"});
+
+  t0 = Clock::now();
+  EXPECT_EQ(kinds(check.run()), std::vector<std::string>{"fsx-hang"});  // still stuck
+  EXPECT_LT(elapsed_ms(t0), 100);  // and nothing new waited for
+  EXPECT_EQ(calls->load(), 1);
+
+  for (auto deadline = Clock::now() + 5s; !*returned && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(*returned);
+  std::this_thread::sleep_for(50ms);  // let the probe thread hand its result over
+  EXPECT_TRUE(check.run().empty());
+  EXPECT_EQ(calls->load(), 2);
+}
+
+TEST(FsxCheckTest, ACheckMayGoAwayWhileItsProbeIsStuck) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.fsx_timeout_ms = 20;
+  auto returned = std::make_shared<std::atomic<bool>>(false);
+  {
+    FsxCheck check(e, false, [returned](const NodeExpectations& x) -> std::optional<Finding> {
+      std::this_thread::sleep_for(200ms);
+      *returned = true;
+      return Finding{"fsx-error", "fsx", x.fsx_path};  // touches only its own copy
+    });
+    EXPECT_EQ(kinds(check.run()), std::vector<std::string>{"fsx-hang"});
+  }
+  for (auto deadline = Clock::now() + 5s; !*returned && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(*returned);
+}
+
+// --- SlurmdCheck -------------------------------------------------------------------------
+
+// A child process, killed (by its pid) and reaped at the end of the test.
+class Child {
+ public:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  ~Child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  void kill_and_reap() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+ private:
+  pid_t pid_;
+};
+
+std::string comm_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string comm;
+  std::getline(in, comm);
+  return comm;
+}
+
+bool wait_for_comm(pid_t pid, const std::string& comm) {
+  for (auto deadline = Clock::now() + 5s; Clock::now() < deadline;) {
+    if (comm_of(pid) == comm) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+char proc_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+TEST(SlurmdCheckTest, AnotherProgramBehindThePidIsSlurmdGone) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.slurmd_pid_file = dir.str("slurmd.pid");
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::execlp("sleep", "sleep", "30", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  Child child(pid);
+  ASSERT_TRUE(wait_for_comm(pid, "sleep"));
+  append(e.slurmd_pid_file, std::to_string(pid) + "\n");
+
+  auto found = SlurmdCheck(e).run();
+  ASSERT_EQ(kinds(found), std::vector<std::string>{"slurmd-gone"});
+  EXPECT_NE(found[0].detail.find("\"sleep\""), std::string::npos) << found[0].detail;
+
+  child.kill_and_reap();  // now the pid is of a dead process
+  found = SlurmdCheck(e).run();
+  ASSERT_EQ(kinds(found), std::vector<std::string>{"slurmd-gone"});
+  EXPECT_NE(found[0].detail.find("not running"), std::string::npos) << found[0].detail;
+}
+
+TEST(SlurmdCheckTest, ALiveSlurmdIsHealthyAndAZombieIsNot) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.slurmd_pid_file = dir.str("slurmd.pid");
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    // A stand-in slurmd: only its comm matters. alarm() ends it should the test not.
+    ::prctl(PR_SET_NAME, "slurmd", 0, 0, 0);
+    ::alarm(60);
+    for (;;) ::pause();
+  }
+  Child child(pid);
+  ASSERT_TRUE(wait_for_comm(pid, "slurmd"));
+  append(e.slurmd_pid_file, std::to_string(pid) + "\n");
+  EXPECT_TRUE(SlurmdCheck(e).run().empty());
+
+  ::kill(pid, SIGKILL);  // dead but not reaped: a zombie
+  for (auto deadline = Clock::now() + 5s; proc_state(pid) != 'Z' && Clock::now() < deadline;) {
+    std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_EQ(proc_state(pid), 'Z');
+  auto found = SlurmdCheck(e).run();
+  ASSERT_EQ(kinds(found), std::vector<std::string>{"slurmd-gone"});
+  EXPECT_NE(found[0].detail.find("zombie"), std::string::npos) << found[0].detail;
+}
+
+TEST(SlurmdCheckTest, MissingOrEmptyPidFileIsSlurmdGone) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  e.slurmd_pid_file = dir.str("missing.pid");
+  EXPECT_EQ(kinds(SlurmdCheck(e).run()), std::vector<std::string>{"slurmd-gone"});
+  e.slurmd_pid_file = dir.str("garbage.pid");
+  append(e.slurmd_pid_file, "not a pid\n");
+  EXPECT_EQ(kinds(SlurmdCheck(e).run()), std::vector<std::string>{"slurmd-gone"});
+}
+
+// --- CpuCheck, MemoryCheck ---------------------------------------------------------------
+
+TEST(CpuCheckTest, PassesWithOneCpuAndFailsWithAHundredThousand) {
+  NodeExpectations e;
+  e.cpus = 1;
+  EXPECT_GE(usable_cpus(), 1);
+  EXPECT_TRUE(CpuCheck(e).run().empty());
+  e.cpus = 100000;
+  auto found = CpuCheck(e).run();
+  ASSERT_EQ(kinds(found), std::vector<std::string>{"cpu"});
+  EXPECT_NE(found[0].detail.find("expected 100000"), std::string::npos) << found[0].detail;
+}
+
+TEST(MemoryCheckTest, PassesWithOneMibAndFailsWithAPetabyte) {
+  NodeExpectations e;
+  e.memory_mib = 1;
+  EXPECT_GT(mem_total_mib(), 0);
+  EXPECT_TRUE(MemoryCheck(e).run().empty());
+  e.memory_mib = 1000000000;
+  auto found = MemoryCheck(e).run();
+  ASSERT_EQ(kinds(found), std::vector<std::string>{"memory"});
+  EXPECT_NE(found[0].detail.find("expected 1000000000 MiB"), std::string::npos) << found[0].detail;
+  e.memory_mib = 0;  // no expectation
+  EXPECT_TRUE(MemoryCheck(e).run().empty());
+}
+
+// --- NvmlCheck ---------------------------------------------------------------------------
+
+TEST(NvmlCheckTest, NoGpusExpectedSkipsWithoutLoadingAnything) {
+  NodeExpectations e;
+  e.gpus = 0;
+  e.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  EXPECT_TRUE(NvmlCheck(e).run().empty());
+  EXPECT_TRUE(NvmlCheck(e, /*continuous=*/true).run().empty());
+}
+
+TEST(NvmlCheckTest, MissingLibraryIsACleanNvmlFinding) {
+  NodeExpectations e;
+  e.gpus = 8;
+  e.nvml_library = "/nonexistent/libnvidia-ml.so.1";
+  for (bool continuous : {false, true}) {
+    NvmlCheck check(e, continuous);
+    auto found = check.run();
+    ASSERT_EQ(kinds(found), std::vector<std::string>{"nvml"});
+    EXPECT_EQ(found[0].detail.rfind("NVML not available: ", 0), 0u) << found[0].detail;
+    EXPECT_EQ(kinds(check.run()), std::vector<std::string>{"nvml"});  // and again
+  }
+}
+
+TEST(NvmlCheckTest, TheDefaultLibraryIsAbsentHere) {
+  NodeExpectations e;
+  e.gpus = 1;
+  if (void* h = ::dlopen(e.nvml_library.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+    ::dlclose(h);
+    GTEST_SKIP() << "this machine has NVML";
+  }
+  EXPECT_EQ(kinds(NvmlCheck(e).run()), std::vector<std::string>{"nvml"});
+}
+
+TEST(NvmlCheckTest, ALibraryWithoutNvmlIsACleanNvmlFinding) {
+  NodeExpectations e;
+  e.gpus = 1;
+  e.nvml_library = "libm.so.6";  // loads, but has no nvmlInit_v2
+  auto found = NvmlCheck(e).run();
+  ASSERT_EQ(kinds(found), std::vector<std::string>{"nvml"});
+  EXPECT_NE(found[0].detail.find("nvmlInit_v2"), std::string::npos) << found[0].detail;
+}
+
+// --- The factories -----------------------------------------------------------------------
+
+std::vector<std::string> names(const std::vector<std::unique_ptr<HealthCheck>>& checks) {
+  std::vector<std::string> out;
+  for (const auto& c : checks) out.push_back(c->name());
+  return out;
+}
+
+TEST(HealthChecksTest, BasicAndContinuousListsFollowTheNode) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  append(e.kmsg_path, "");
+  EXPECT_EQ(names(basic_checks(e)),
+            (std::vector<std::string>{"cpu", "memory", "local-disk", "fsx"}));
+  EXPECT_EQ(names(continuous_checks(e)), (std::vector<std::string>{"kernel-log", "disk", "fsx"}));
+  e.runs_slurmd = true;
+  e.gpus = 8;
+  EXPECT_EQ(names(basic_checks(e)),
+            (std::vector<std::string>{"cpu", "memory", "local-disk", "fsx", "nvml"}));
+  EXPECT_EQ(names(continuous_checks(e)),
+            (std::vector<std::string>{"kernel-log", "disk", "fsx", "slurmd", "nvml"}));
+}
+
+TEST(HealthChecksTest, RunAllGathersFindings) {
+  TempDir dir;
+  NodeExpectations e = healthy_here(dir);
+  append(e.kmsg_path, "");
+  e.memory_mib = 1;
+  EXPECT_TRUE(run_all(basic_checks(e)).empty());
+
+  auto continuous = continuous_checks(e);
+  EXPECT_TRUE(run_all(continuous).empty());
+  append(e.kmsg_path, kXidLine);
+  EXPECT_EQ(kinds(run_all(continuous)), std::vector<std::string>{"xid"});
+
+  e.runs_slurmd = true;
+  e.slurmd_pid_file = dir.str("missing.pid");
+  e.cpus = 100000;
+  auto found = run_all(basic_checks(e));
+  EXPECT_EQ(kinds(found), std::vector<std::string>{"cpu"});
+  EXPECT_EQ(kinds(run_all(continuous_checks(e))), std::vector<std::string>{"slurmd-gone"});
+}
+
+}  // namespace
+}  // namespace endure::agent::health
