@@ -66,6 +66,13 @@ std::vector<std::string> kinds(const std::vector<Finding>& findings) {
   return out;
 }
 
+// Exactly one finding, of kind, whose detail holds part.
+void expect_one(const std::vector<Finding>& found, const std::string& kind,
+                const std::string& part) {
+  ASSERT_EQ(kinds(found), std::vector<std::string>{kind});
+  EXPECT_NE(found[0].detail.find(part), std::string::npos) << found[0].detail;
+}
+
 long elapsed_ms(Clock::time_point since) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count();
 }
@@ -224,10 +231,7 @@ TEST(KernelLogCheckTest, HoldsAPartialLineUntilItsNewline) {
   append(e.kmsg_path, "4,1,100,-;NVRM: Xid (PCI:0000:3b:00): 7");
   EXPECT_TRUE(check.run().empty());
   append(e.kmsg_path, "9, pid=1, name=x, GPU has fallen off the bus.\n");
-  auto found = check.run();
-  ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].kind, "xid");
-  EXPECT_NE(found[0].detail.find("Xid 79"), std::string::npos);
+  expect_one(check.run(), "xid", "Xid 79");
   EXPECT_TRUE(check.run().empty());
 }
 
@@ -259,10 +263,7 @@ TEST(DiskCheckTest, FindsDiskFullOnlyBelowTheThresholds) {
   EXPECT_TRUE(DiskCheck(e).run().empty());
 
   e.disk_min_free_fraction = 1.01;  // more free than the disk's size: always short
-  auto found = DiskCheck(e).run();
-  ASSERT_EQ(kinds(found), std::vector<std::string>{"disk-full"});
-  EXPECT_EQ(found[0].check, "disk");
-  EXPECT_NE(found[0].detail.find(" used of "), std::string::npos) << found[0].detail;
+  expect_one(DiskCheck(e).run(), "disk-full", " used of ");
 
   e.disk_min_free_fraction = 0;
   e.disk_min_free_mib = 1L << 40;  // an exbibyte
@@ -287,9 +288,7 @@ TEST(BasicLocalDiskCheckTest, MissingFolderOrFileIsLocalDisk) {
   TempDir dir;
   NodeExpectations e = healthy_here(dir);
   e.local_path = dir.str("missing");
-  auto found = BasicLocalDiskCheck(e).run();
-  ASSERT_EQ(kinds(found), std::vector<std::string>{"local-disk"});
-  EXPECT_NE(found[0].detail.find("No such file"), std::string::npos) << found[0].detail;
+  expect_one(BasicLocalDiskCheck(e).run(), "local-disk", "No such file");
 
   append(dir.str("file"), "x");
   e.local_path = dir.str("file");
@@ -300,10 +299,7 @@ TEST(BasicLocalDiskCheckTest, AFolderThatRefusesFilesIsLocalDisk) {
   TempDir dir;
   NodeExpectations e = healthy_here(dir);
   e.local_path = "/proc";  // a folder where nobody, root included, can create a file
-  auto found = BasicLocalDiskCheck(e).run();
-  ASSERT_EQ(kinds(found), std::vector<std::string>{"local-disk"});
-  EXPECT_NE(found[0].detail.find("create /proc/.endure-health-probe"), std::string::npos)
-      << found[0].detail;
+  expect_one(BasicLocalDiskCheck(e).run(), "local-disk", "create /proc/.endure-health-probe");
 }
 
 TEST(BasicLocalDiskCheckTest, ShortOfSpaceIsDiskFull) {
@@ -328,9 +324,7 @@ TEST(FsxCheckTest, MissingFolderIsFsxError) {
   TempDir dir;
   NodeExpectations e = healthy_here(dir);
   e.fsx_path = dir.str("missing");
-  auto found = FsxCheck(e).run();
-  ASSERT_EQ(kinds(found), std::vector<std::string>{"fsx-error"});
-  EXPECT_NE(found[0].detail.find("No such file"), std::string::npos) << found[0].detail;
+  expect_one(FsxCheck(e).run(), "fsx-error", "No such file");
 }
 
 TEST(FsxCheckTest, BasicModeAlsoChecksSpace) {
@@ -453,14 +447,10 @@ TEST(SlurmdCheckTest, AnotherProgramBehindThePidIsSlurmdGone) {
   ASSERT_TRUE(wait_for_comm(pid, "sleep"));
   append(e.slurmd_pid_file, std::to_string(pid) + "\n");
 
-  auto found = SlurmdCheck(e).run();
-  ASSERT_EQ(kinds(found), std::vector<std::string>{"slurmd-gone"});
-  EXPECT_NE(found[0].detail.find("\"sleep\""), std::string::npos) << found[0].detail;
+  expect_one(SlurmdCheck(e).run(), "slurmd-gone", "\"sleep\"");
 
   child.kill_and_reap();  // now the pid is of a dead process
-  found = SlurmdCheck(e).run();
-  ASSERT_EQ(kinds(found), std::vector<std::string>{"slurmd-gone"});
-  EXPECT_NE(found[0].detail.find("not running"), std::string::npos) << found[0].detail;
+  expect_one(SlurmdCheck(e).run(), "slurmd-gone", "not running");
 }
 
 TEST(SlurmdCheckTest, ALiveSlurmdIsHealthyAndAZombieIsNot) {
@@ -485,9 +475,7 @@ TEST(SlurmdCheckTest, ALiveSlurmdIsHealthyAndAZombieIsNot) {
     std::this_thread::sleep_for(5ms);
   }
   ASSERT_EQ(proc_state(pid), 'Z');
-  auto found = SlurmdCheck(e).run();
-  ASSERT_EQ(kinds(found), std::vector<std::string>{"slurmd-gone"});
-  EXPECT_NE(found[0].detail.find("zombie"), std::string::npos) << found[0].detail;
+  expect_one(SlurmdCheck(e).run(), "slurmd-gone", "zombie");
 }
 
 TEST(SlurmdCheckTest, MissingOrEmptyPidFileIsSlurmdGone) {
@@ -508,9 +496,7 @@ TEST(CpuCheckTest, PassesWithOneCpuAndFailsWithAHundredThousand) {
   EXPECT_GE(usable_cpus(), 1);
   EXPECT_TRUE(CpuCheck(e).run().empty());
   e.cpus = 100000;
-  auto found = CpuCheck(e).run();
-  ASSERT_EQ(kinds(found), std::vector<std::string>{"cpu"});
-  EXPECT_NE(found[0].detail.find("expected 100000"), std::string::npos) << found[0].detail;
+  expect_one(CpuCheck(e).run(), "cpu", "expected 100000");
 }
 
 TEST(MemoryCheckTest, PassesWithOneMibAndFailsWithAPetabyte) {
@@ -519,9 +505,7 @@ TEST(MemoryCheckTest, PassesWithOneMibAndFailsWithAPetabyte) {
   EXPECT_GT(mem_total_mib(), 0);
   EXPECT_TRUE(MemoryCheck(e).run().empty());
   e.memory_mib = 1000000000;
-  auto found = MemoryCheck(e).run();
-  ASSERT_EQ(kinds(found), std::vector<std::string>{"memory"});
-  EXPECT_NE(found[0].detail.find("expected 1000000000 MiB"), std::string::npos) << found[0].detail;
+  expect_one(MemoryCheck(e).run(), "memory", "expected 1000000000 MiB");
   e.memory_mib = 0;  // no expectation
   EXPECT_TRUE(MemoryCheck(e).run().empty());
 }
@@ -542,9 +526,7 @@ TEST(NvmlCheckTest, MissingLibraryIsACleanNvmlFinding) {
   e.nvml_library = "/nonexistent/libnvidia-ml.so.1";
   for (bool continuous : {false, true}) {
     NvmlCheck check(e, continuous);
-    auto found = check.run();
-    ASSERT_EQ(kinds(found), std::vector<std::string>{"nvml"});
-    EXPECT_EQ(found[0].detail.rfind("NVML not available: ", 0), 0u) << found[0].detail;
+    expect_one(check.run(), "nvml", "NVML not available: ");
     EXPECT_EQ(kinds(check.run()), std::vector<std::string>{"nvml"});  // and again
   }
 }
@@ -563,9 +545,7 @@ TEST(NvmlCheckTest, ALibraryWithoutNvmlIsACleanNvmlFinding) {
   NodeExpectations e;
   e.gpus = 1;
   e.nvml_library = "libm.so.6";  // loads, but has no nvmlInit_v2
-  auto found = NvmlCheck(e).run();
-  ASSERT_EQ(kinds(found), std::vector<std::string>{"nvml"});
-  EXPECT_NE(found[0].detail.find("nvmlInit_v2"), std::string::npos) << found[0].detail;
+  expect_one(NvmlCheck(e).run(), "nvml", "nvmlInit_v2");
 }
 
 // --- The factories -----------------------------------------------------------------------
@@ -606,8 +586,7 @@ TEST(HealthChecksTest, RunAllGathersFindings) {
   e.runs_slurmd = true;
   e.slurmd_pid_file = dir.str("missing.pid");
   e.cpus = 100000;
-  auto found = run_all(basic_checks(e));
-  EXPECT_EQ(kinds(found), std::vector<std::string>{"cpu"});
+  EXPECT_EQ(kinds(run_all(basic_checks(e))), std::vector<std::string>{"cpu"});
   EXPECT_EQ(kinds(run_all(continuous_checks(e))), std::vector<std::string>{"slurmd-gone"});
 }
 

@@ -131,28 +131,13 @@ std::vector<Finding> DiskCheck::run() {
 std::vector<Finding> BasicLocalDiskCheck::run() {
   std::vector<Finding> findings;
   try {
-    auto r = probe_.run(
+    findings = probe_.run_or_report_hang(
         [expect = expect_] {
           std::vector<Finding> found;
           if (auto f = probe_local_disk(expect)) found.push_back(std::move(*f));
           return found;
         },
-        timeout_);
-    switch (r.outcome) {
-      case BoundedProbe::Outcome::kDone:
-        findings = std::move(r.findings);
-        break;
-      case BoundedProbe::Outcome::kTimedOut:
-        findings.push_back({"local-disk", "local-disk",
-                            fmt::format("probe of {} did not finish in {} ms", expect_.local_path,
-                                        timeout_.count())});
-        break;
-      case BoundedProbe::Outcome::kStillStuck:
-        findings.push_back({"local-disk", "local-disk",
-                            fmt::format("an earlier probe of {} has not returned for {} ms",
-                                        expect_.local_path, r.stuck_for.count())});
-        break;
-    }
+        timeout_, "local-disk", "local-disk", expect_.local_path);
   } catch (const std::exception& e) {
     log::warn("local disk check: {}", e.what());
   }

@@ -55,30 +55,14 @@ FsxCheck::FsxCheck(const NodeExpectations& expect, bool check_space, FsxProbe pr
 std::vector<Finding> FsxCheck::run() {
   std::vector<Finding> findings;
   try {
-    std::chrono::milliseconds timeout(expect_.fsx_timeout_ms);
     // The thread gets copies of the probe and the expectations, never this check.
-    auto r = probe_.run(
+    findings = probe_.run_or_report_hang(
         [fn = probe_fn_, expect = expect_] {
           std::vector<Finding> found;
           if (auto f = fn(expect)) found.push_back(std::move(*f));
           return found;
         },
-        timeout);
-    switch (r.outcome) {
-      case BoundedProbe::Outcome::kDone:
-        findings = std::move(r.findings);
-        break;
-      case BoundedProbe::Outcome::kTimedOut:
-        findings.push_back({"fsx-hang", "fsx",
-                            fmt::format("probe of {} did not finish in {} ms", expect_.fsx_path,
-                                        expect_.fsx_timeout_ms)});
-        break;
-      case BoundedProbe::Outcome::kStillStuck:
-        findings.push_back({"fsx-hang", "fsx",
-                            fmt::format("an earlier probe of {} has not returned for {} ms",
-                                        expect_.fsx_path, r.stuck_for.count())});
-        break;
-    }
+        std::chrono::milliseconds(expect_.fsx_timeout_ms), "fsx-hang", "fsx", expect_.fsx_path);
   } catch (const std::exception& e) {
     log::warn("fsx check: {}", e.what());
   }

@@ -1,5 +1,7 @@
 #include "agent/health/health_check.h"
 
+#include <fmt/format.h>
+
 #include <exception>
 #include <system_error>
 #include <thread>
@@ -94,6 +96,26 @@ BoundedProbe::Result BoundedProbe::run(Probe probe, std::chrono::milliseconds ti
     return {Outcome::kTimedOut, {}, since()};
   }
   return {Outcome::kDone, std::move(state_->findings), {}};
+}
+
+std::vector<Finding> BoundedProbe::run_or_report_hang(Probe probe,
+                                                      std::chrono::milliseconds timeout,
+                                                      const std::string& hang_kind,
+                                                      const std::string& check,
+                                                      const std::string& what) {
+  Result r = run(std::move(probe), timeout);
+  switch (r.outcome) {
+    case Outcome::kDone:
+      return std::move(r.findings);
+    case Outcome::kTimedOut:
+      return {{hang_kind, check,
+               fmt::format("probe of {} did not finish in {} ms", what, timeout.count())}};
+    case Outcome::kStillStuck:
+      return {{hang_kind, check,
+               fmt::format("an earlier probe of {} has not returned for {} ms", what,
+                           r.stuck_for.count())}};
+  }
+  return {};
 }
 
 }  // namespace endure::agent::health

@@ -87,6 +87,12 @@ class BoundedProbe {
   // Starts probe (unless one is still stuck) and waits for it at most timeout. A probe that
   // throws counts as one that found nothing; the exception is logged.
   Result run(Probe probe, std::chrono::milliseconds timeout);
+  // run(), with a probe that does not return in time reported as a Finding of hang_kind by
+  // check: "probe of <what> did not finish in N ms", or "an earlier probe of <what> has
+  // not returned for N ms" while it is still stuck.
+  std::vector<Finding> run_or_report_hang(Probe probe, std::chrono::milliseconds timeout,
+                                          const std::string& hang_kind, const std::string& check,
+                                          const std::string& what);
 
  private:
   struct State {

@@ -165,22 +165,11 @@ std::vector<Finding> NvmlCheck::run() {
   std::vector<Finding> findings;
   if (gpus_ <= 0) return findings;  // no GPU expected: nothing to look at, nothing to load
   try {
-    auto r = probe_.run([session = session_, gpus = gpus_,
-                         continuous = continuous_] { return session->look(gpus, continuous); },
-                        timeout_);
-    switch (r.outcome) {
-      case BoundedProbe::Outcome::kDone:
-        findings = std::move(r.findings);
-        break;
-      case BoundedProbe::Outcome::kTimedOut:
-        findings.push_back(
-            nvml_finding(fmt::format("NVML did not answer in {} ms", timeout_.count())));
-        break;
-      case BoundedProbe::Outcome::kStillStuck:
-        findings.push_back(nvml_finding(
-            fmt::format("an earlier NVML call has not returned for {} ms", r.stuck_for.count())));
-        break;
-    }
+    findings = probe_.run_or_report_hang(
+        [session = session_, gpus = gpus_, continuous = continuous_] {
+          return session->look(gpus, continuous);
+        },
+        timeout_, "nvml", "nvml", "NVML");
   } catch (const std::exception& e) {
     log::warn("nvml check: {}", e.what());
   }

@@ -1,0 +1,295 @@
+// Node health and automatic recovery end to end: each fault is made for real on a node,
+// found by the same detection that finds real faults, and repaired.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <thread>
+
+#include "harness.h"
+
+namespace endure::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Node {
+  std::string id;
+  std::string status;
+};
+
+std::map<std::string, Node> nodes_by_name(Endured& e, const std::string& cluster) {
+  std::map<std::string, Node> out;
+  auto r = e.call("ListClusterNodes", {{"ClusterName", cluster}});
+  if (!r) return out;
+  for (const auto& n : (*r)["ClusterNodeSummaries"]) {
+    out[n["NodeName"]] = {n["InstanceId"], n["InstanceStatus"]["Status"]};
+  }
+  return out;
+}
+
+json events_after(Endured& e, const std::string& cluster, long long after) {
+  auto r = e.call("ListClusterEvents", {{"ClusterName", cluster}, {"AfterEventId", after}});
+  return r ? (*r)["Events"] : json::array();
+}
+
+long long last_event_id(Endured& e, const std::string& cluster) {
+  auto events = events_after(e, cluster, 0);
+  return events.empty() ? 0 : events.back()["EventId"].get<long long>();
+}
+
+// The first event of a type for a node after an event id, or null.
+json find_event(const json& events, const std::string& node, const std::string& type) {
+  for (const auto& ev : events) {
+    if (ev.value("NodeName", "") == node && ev["EventType"] == type) return ev;
+  }
+  return nullptr;
+}
+
+// The pid namespace of a node's processes: the same one means the node was not restarted.
+std::string node_namespace(Endured& e, const std::string& cluster, const std::string& node) {
+  auto r = e.call("GetNodeExecTarget", {{"ClusterName", cluster}, {"NodeId", node}});
+  return r ? pid_namespace_of((*r)["Pid"].get<int>()) : "";
+}
+
+std::string slurm_state(Endured& e, const std::string& cluster, const std::string& node) {
+  auto out = e.exec(cluster, "controller-0", "sinfo -h -n " + node + " -o %t");
+  return out.out.empty() ? "" : out.out.substr(0, out.out.find('\n'));
+}
+
+// Waits for a node's recovery to finish (its NodeReturnedToService event after `after`).
+bool wait_returned(Endured& e, const std::string& cluster, const std::string& node,
+                   long long after, std::chrono::seconds timeout = 60s) {
+  return wait_until(
+      [&] {
+        return !find_event(events_after(e, cluster, after), node, "NodeReturnedToService")
+                    .is_null();
+      },
+      timeout);
+}
+
+class ClusterFixture : public ::testing::Test {
+ protected:
+  void start_cluster(const std::string& name, int workers, const std::string& recovery = "Automatic") {
+    e_ = std::make_unique<Endured>(home_.path() / "home");
+    e_->start();
+    json spec = make_spec(name, workers);
+    spec["NodeRecovery"] = recovery;
+    ASSERT_TRUE(e_->call("CreateCluster", spec).ok());
+    ASSERT_EQ(e_->wait_status(name, {"InService"}, 180s), "InService");
+    name_ = name;
+  }
+  void TearDown() override { e_.reset(); }
+
+  TempDir home_;
+  std::unique_ptr<Endured> e_;
+  std::string name_;
+};
+
+struct FaultCase {
+  std::string kind;
+  std::string fault;   // the fault kind endured must name
+  std::string action;  // Reboot (same InstanceId) or Replace (new one)
+};
+
+class FaultRecovery : public ClusterFixture, public ::testing::WithParamInterface<FaultCase> {};
+
+TEST_P(FaultRecovery, IsFoundRepairedAndTouchesNoOtherNode) {
+  const auto& c = GetParam();
+  start_cluster("it-fault", 3);
+  Endured& e = *e_;
+  auto before = nodes_by_name(e, name_);
+  ASSERT_EQ(e.exec(name_, "worker-1", "echo kept > /local/marker").exit_code, 0);
+  std::map<std::string, std::string> namespaces;
+  for (const auto& other : {"controller-0", "worker-0", "worker-2"}) {
+    namespaces[other] = node_namespace(e, name_, other);
+    ASSERT_FALSE(namespaces[other].empty());
+  }
+  long long mark = last_event_id(e, name_);
+
+  auto injected = e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-1",
+                         "--kind", c.kind});
+  ASSERT_EQ(injected.exit_code, 0) << injected.out << injected.err;
+  ASSERT_TRUE(wait_returned(e, name_, "worker-1", mark)) << events_after(e, name_, mark).dump(2);
+
+  auto events = events_after(e, name_, mark);
+  auto unhealthy = find_event(events, "worker-1", "NodeUnhealthy");
+  ASSERT_FALSE(unhealthy.is_null()) << events.dump(2);
+  std::string verdict = unhealthy["Description"];
+  EXPECT_NE(verdict.find(c.fault + ":"), std::string::npos) << verdict;
+  EXPECT_NE(verdict.find("-> " + c.action), std::string::npos) << verdict;
+  EXPECT_FALSE(find_event(events, "worker-1", "NodeDrained").is_null());
+
+  auto after = nodes_by_name(e, name_);
+  EXPECT_EQ(after["worker-1"].status, "Running");
+  if (c.action == "Reboot") {
+    EXPECT_EQ(after["worker-1"].id, before["worker-1"].id);
+    EXPECT_EQ(e.exec(name_, "worker-1", "cat /local/marker").out, "kept\n");
+  } else {
+    EXPECT_NE(after["worker-1"].id, before["worker-1"].id);
+    EXPECT_NE(e.exec(name_, "worker-1", "cat /local/marker").exit_code, 0)
+        << "a new instance starts with an empty local disk";
+  }
+  EXPECT_TRUE(wait_until([&] { return slurm_state(e, name_, "worker-1") == "idle"; }, 20s))
+      << slurm_state(e, name_, "worker-1");
+  for (const auto& other : {"controller-0", "worker-0", "worker-2"}) {
+    EXPECT_EQ(after[other].id, before[other].id) << other;
+    EXPECT_EQ(after[other].status, "Running") << other;
+    EXPECT_TRUE(find_event(events, other, "NodeUnhealthy").is_null()) << other;
+    EXPECT_EQ(node_namespace(e, name_, other), namespaces[other]) << other << " was restarted";
+  }
+  auto srun = e.exec(name_, "controller-0", "timeout 60 srun -N3 hostname | sort | tr '\\n' ' '");
+  EXPECT_EQ(srun.out, "worker-0 worker-1 worker-2 ") << srun.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, FaultRecovery,
+    ::testing::Values(FaultCase{"crash", "crash", "Replace"}, FaultCase{"hang", "hang", "Reboot"},
+                      FaultCase{"xid", "xid", "Replace"}, FaultCase{"ecc", "ecc", "Replace"},
+                      FaultCase{"disk-full", "disk-full", "Replace"},
+                      FaultCase{"slurmd-kill", "slurmd-gone", "Reboot"}),
+    [](const auto& info) {
+      std::string name = info.param.kind;
+      for (auto& ch : name) {
+        if (ch == '-') ch = '_';
+      }
+      return name;
+    });
+
+class ManualRecovery : public ClusterFixture {};
+
+TEST_F(ManualRecovery, ActionReplaceInSlurmReplacesTheNode) {
+  start_cluster("it-manual", 2);
+  Endured& e = *e_;
+  auto before = nodes_by_name(e, name_);
+  long long mark = last_event_id(e, name_);
+  auto set = e.exec(name_, "controller-0",
+                    "scontrol update node=worker-1 state=fail reason=\"Action:Replace\"");
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  ASSERT_TRUE(wait_returned(e, name_, "worker-1", mark)) << events_after(e, name_, mark).dump(2);
+  auto after = nodes_by_name(e, name_);
+  EXPECT_NE(after["worker-1"].id, before["worker-1"].id);
+  EXPECT_EQ(after["worker-0"].id, before["worker-0"].id);
+  EXPECT_TRUE(wait_until([&] { return slurm_state(e, name_, "worker-1") == "idle"; }, 20s));
+}
+
+TEST_F(ManualRecovery, ActionRebootWaitsForRunningJobsThenReboots) {
+  start_cluster("it-manual", 2);
+  Endured& e = *e_;
+  auto before = nodes_by_name(e, name_);
+  auto job = e.exec(name_, "controller-0", "sbatch --parsable -N1 -w worker-1 --wrap 'sleep 6'");
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  ASSERT_TRUE(wait_until([&] { return slurm_state(e, name_, "worker-1") == "alloc"; }, 20s));
+  long long mark = last_event_id(e, name_);
+  ASSERT_EQ(e.exec(name_, "controller-0",
+                   "scontrol update node=worker-1 state=fail reason=\"Action:Reboot\"")
+                .exit_code,
+            0);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return !find_event(events_after(e, name_, mark), "worker-1", "NodeRecoveryWaiting").is_null();
+      },
+      20s));
+  // While the job runs nothing happens to the node.
+  EXPECT_TRUE(find_event(events_after(e, name_, mark), "worker-1", "NodeRebooting").is_null());
+  ASSERT_TRUE(wait_returned(e, name_, "worker-1", mark, 90s)) << events_after(e, name_, mark).dump(2);
+  EXPECT_EQ(nodes_by_name(e, name_)["worker-1"].id, before["worker-1"].id);
+}
+
+TEST_F(ManualRecovery, MisspeltReasonDoesNothing) {
+  start_cluster("it-manual", 2);
+  Endured& e = *e_;
+  auto before = nodes_by_name(e, name_);
+  long long mark = last_event_id(e, name_);
+  for (const char* reason : {"action:replace", "Action: Replace", "Action:Replace please"}) {
+    ASSERT_EQ(e.exec(name_, "controller-0",
+                     std::string("scontrol update node=worker-1 state=fail reason=\"") + reason + "\"")
+                  .exit_code,
+              0);
+  }
+  std::this_thread::sleep_for(5s);
+  auto events = events_after(e, name_, mark);
+  EXPECT_TRUE(find_event(events, "worker-1", "NodeUnhealthy").is_null()) << events.dump(2);
+  EXPECT_TRUE(find_event(events, "worker-1", "NodeReplacing").is_null());
+  EXPECT_EQ(nodes_by_name(e, name_)["worker-1"].id, before["worker-1"].id);
+}
+
+TEST_F(ManualRecovery, BatchCallsCheckEveryIdAndRefuseTheController) {
+  start_cluster("it-batch", 2);
+  Endured& e = *e_;
+  auto before = nodes_by_name(e, name_);
+  auto r = e.call("BatchReplaceClusterNodes",
+                  {{"ClusterName", name_},
+                   {"NodeIds", {before["controller-0"].id, "i-00000000000000000"}}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE((*r)["Successful"].empty());
+  ASSERT_EQ((*r)["Failed"].size(), 2u);
+  EXPECT_EQ((*r)["Failed"][0]["Code"], "ControllerNodeNotReplaceable");
+  EXPECT_EQ((*r)["Failed"][1]["Code"], "InstanceIdNotFound");
+  json too_many = json::array();
+  for (int i = 0; i < 26; ++i) too_many.push_back(before["worker-0"].id);
+  auto big = e.call("BatchRebootClusterNodes", {{"ClusterName", name_}, {"NodeIds", too_many}});
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code, "ValidationException");
+
+  long long mark = last_event_id(e, name_);
+  auto reboot = e.cli({"batch-reboot-cluster-nodes", "--cluster-name", name_, "--node-ids",
+                       before["worker-0"].id});
+  ASSERT_EQ(reboot.exit_code, 0) << reboot.out << reboot.err;
+  ASSERT_TRUE(wait_returned(e, name_, "worker-0", mark));
+  // A second request while one is under way, or for a node not Running, is refused.
+  auto replace = e.cli({"batch-replace-cluster-nodes", "--cluster-name", name_, "--node-ids",
+                        before["worker-1"].id});
+  ASSERT_EQ(replace.exit_code, 0);
+  ASSERT_TRUE(wait_returned(e, name_, "worker-1", mark));
+  auto after = nodes_by_name(e, name_);
+  EXPECT_EQ(after["worker-0"].id, before["worker-0"].id);
+  EXPECT_NE(after["worker-1"].id, before["worker-1"].id);
+  auto stale = e.call("BatchRebootClusterNodes",
+                      {{"ClusterName", name_}, {"NodeIds", {before["worker-1"].id}}});
+  ASSERT_TRUE(stale.ok());
+  EXPECT_EQ((*stale)["Failed"][0]["Code"], "InstanceIdNotFound");
+}
+
+TEST_F(ManualRecovery, NodeRecoveryNoneOnlyMarksAndDrains) {
+  start_cluster("it-none", 2, "None");
+  Endured& e = *e_;
+  auto before = nodes_by_name(e, name_);
+  long long mark = last_event_id(e, name_);
+  ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-1",
+                   "--kind", "xid"})
+                .exit_code,
+            0);
+  ASSERT_TRUE(wait_until(
+      [&] { return nodes_by_name(e, name_)["worker-1"].status == "Failure"; }, 30s));
+  std::this_thread::sleep_for(3s);
+  auto events = events_after(e, name_, mark);
+  EXPECT_FALSE(find_event(events, "worker-1", "NodeDrained").is_null());
+  EXPECT_TRUE(find_event(events, "worker-1", "NodeReplacing").is_null());
+  EXPECT_EQ(nodes_by_name(e, name_)["worker-1"].id, before["worker-1"].id);
+  EXPECT_EQ(slurm_state(e, name_, "worker-1"), "drain");
+}
+
+// Full CPU and disk load on every node for 60 s: no verdict.
+TEST_F(ClusterFixture, HealthyClusterUnderLoadGetsNoVerdict) {
+  start_cluster("it-load", 3);
+  Endured& e = *e_;
+  long long mark = last_event_id(e, name_);
+  std::string load =
+      "for i in 1 2; do timeout 60 bash -c 'while :; do :; done' & done; "
+      "timeout 60 bash -c 'while :; do dd if=/dev/zero of=/local/load bs=1M count=300 "
+      "conv=fsync status=none; dd if=/dev/zero of=/fsx/load-$(hostname) bs=1M count=50 "
+      "conv=fsync status=none; rm -f /local/load; done' & wait";
+  std::vector<std::thread> loads;
+  for (const char* node : {"worker-0", "worker-1", "worker-2"}) {
+    loads.emplace_back([&, node] { e.exec(name_, node, load); });
+  }
+  for (auto& t : loads) t.join();
+  auto events = events_after(e, name_, mark);
+  for (const auto& ev : events) {
+    EXPECT_NE(ev["EventType"], "NodeUnhealthy") << ev.dump();
+  }
+  for (const auto& [name, node] : nodes_by_name(e, name_)) EXPECT_EQ(node.status, "Running") << name;
+}
+
+}  // namespace
+}  // namespace endure::test
