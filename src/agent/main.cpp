@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <functional>
 #include <filesystem>
 #include <condition_variable>
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include <thread>
 
 #include "agent/agent_config.h"
+#include "agent/deep_check_runner.h"
 #include "agent/health/health_check.h"
 #include "agent/lifecycle.h"
 #include "agent/local_boot.h"
@@ -36,8 +38,9 @@ void on_term(int) { g_stop = true; }
 // trying while endured is away (it may be restarting).
 class Reporter {
  public:
-  Reporter(const agent::AgentConfig& config, HttpClient client)
-      : config_(config), client_(std::move(client)) {}
+  Reporter(const agent::AgentConfig& config, HttpClient client,
+           std::function<void(const json&)> on_orders)
+      : config_(config), client_(std::move(client)), on_orders_(std::move(on_orders)) {}
 
   void report_lifecycle(const agent::LifecycleResult& result) {
     std::lock_guard lock(mu_);
@@ -77,8 +80,9 @@ class Reporter {
           std::lock_guard lock(mu_);
           findings = findings_;
         }
-        client_.post(path(api::kAgentHeartbeat),
-                     {{"InstanceId", config_.instance_id}, {"Findings", findings}});
+        auto reply = client_.post(path(api::kAgentHeartbeat),
+                                  {{"InstanceId", config_.instance_id}, {"Findings", findings}});
+        if (reply) on_orders_(*reply);
         next_beat = std::chrono::steady_clock::now() +
                     std::chrono::milliseconds(static_cast<int>(config_.heartbeat_seconds * 1000));
       }
@@ -94,6 +98,7 @@ class Reporter {
   std::condition_variable cv_;
   std::optional<agent::LifecycleResult> pending_;
   json findings_ = json::array();
+  std::function<void(const json&)> on_orders_;
 };
 
 agent::health::NodeExpectations expectations(const agent::AgentConfig& c) {
@@ -156,7 +161,10 @@ int main(int argc, char** argv) {
     log::error("{}", endpoint.error().message);
     return 1;
   }
-  Reporter reporter(*config, HttpClient(*endpoint, config->token, 10));
+  agent::DeepCheckRunner deep_checks(*config, HttpClient(*endpoint, config->token, 10));
+  Reporter reporter(*config, HttpClient(*endpoint, config->token, 10), [&](const json& reply) {
+    deep_checks.on_order(reply.contains("DeepHealthCheck") ? reply["DeepHealthCheck"] : json());
+  });
   std::thread reporter_thread([&] { reporter.run(); });
 
   int lifecycle_pid = 0;

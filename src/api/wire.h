@@ -26,6 +26,12 @@ inline constexpr const char* kGetClusterNodeLog = "GetClusterNodeLog";
 // {ClusterName, NodeIds[1..25]} -> {Successful: [ids], Failed: [{NodeId, Code, Message}]}
 inline constexpr const char* kBatchRebootClusterNodes = "BatchRebootClusterNodes";
 inline constexpr const char* kBatchReplaceClusterNodes = "BatchReplaceClusterNodes";
+// {ClusterName, NodeIds?[names or ids; default every worker]} -> {HealthCheckId, Nodes[]}
+inline constexpr const char* kStartClusterHealthCheck = "StartClusterHealthCheck";
+// Agent: {InstanceId, Id, Results[{Check, Passed, Detail, Metrics}]}
+inline constexpr const char* kAgentReportDeepHealthCheck = "AgentReportDeepHealthCheck";
+// Port of the deep check's network test server, on each node's own address.
+inline constexpr int kDeepCheckNetworkPort = 15000;
 // {ClusterName, NodeId, Kind}: makes a real fault on a node (tests, drills).
 inline constexpr const char* kDebugInjectFault = "DebugInjectFault";
 // Where to run a command inside a node: {ClusterName, NodeId} -> {Pid, NodeName}.

@@ -770,6 +770,30 @@ void add_batch_nodes(CLI::App& app, SessionPtr s, Selected selected, const char*
   });
 }
 
+void print_health_check(const json& reply, std::ostream& out) {
+  std::string nodes;
+  if (const json* list = find_path(reply, "Nodes"); list && list->is_array()) {
+    for (const auto& n : *list) nodes += (nodes.empty() ? "" : ", ") + cell_text(&n);
+  }
+  out << "deep health check " << cell_text(find_path(reply, "HealthCheckId")) << " on " << nodes
+      << " (reservation " << cell_text(find_path(reply, "Reservation")) << ")\n";
+}
+
+void add_start_health_check(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand(
+      "start-cluster-health-check",
+      "Run deep health checks (CPU, memory, disk, node-to-node network) on worker nodes");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  auto nodes = std::make_shared<std::vector<std::string>>();
+  verb->add_option("--nodes", *nodes, "node names or instance ids (default: every worker)");
+  on_run(verb, selected, [s, request, nodes] {
+    auto built = request->build();
+    if (built && !nodes->empty()) (*built)["NodeIds"] = *nodes;
+    return s->run(api::kStartClusterHealthCheck, std::move(built), {print_health_check});
+  });
+}
+
 void print_fault(const json& reply, std::ostream& out) {
   out << cell_text(find_path(reply, "NodeName")) << " (" << cell_text(find_path(reply, "InstanceId"))
       << "): " << cell_text(find_path(reply, "Description")) << "\n";
@@ -808,6 +832,7 @@ void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>*
   add_batch_nodes(app, session, selected, "batch-replace-cluster-nodes",
                   api::kBatchReplaceClusterNodes,
                   "Replace nodes: a new instance under the same hostname, empty local disk");
+  add_start_health_check(app, session, selected);
   add_debug(app, session, selected);
 }
 

@@ -1,6 +1,9 @@
 #include "controller/cluster_service.h"
 
+#include <algorithm>
+
 #include "api/wire.h"
+#include "slurm/slurm_client.h"
 #include "common/crash_point.h"
 #include "common/fs.h"
 #include "common/ids.h"
@@ -73,6 +76,7 @@ Result<json> ClusterService::handle(const std::string& action, const json& reque
     return batch_recover(request, RecoveryAction::kReplace);
   }
   if (action == api::kDebugInjectFault) return inject_fault(request);
+  if (action == api::kStartClusterHealthCheck) return start_health_check(request);
   return make_error("UnknownOperation", "no action named " + action);
 }
 
@@ -404,6 +408,27 @@ Result<json> ClusterService::handle_agent(const std::string& action, const std::
   }
   if (action == api::kAgentHeartbeat) {
     health_.heartbeat(instance_id, request.value("Findings", json::array()));
+    // The reply carries orders: a deep health check to run while one is open for it.
+    json reply = json::object();
+    if (row->status == "DeepHealthCheckInProgress" && row->deep_check.is_object()) {
+      reply["DeepHealthCheck"] = row->deep_check;
+    }
+    return reply;
+  }
+  if (action == api::kAgentReportDeepHealthCheck) {
+    std::string id = request.value("Id", "");
+    if (!request.contains("Results") || !request["Results"].is_array()) {
+      return validation("Results: must be an array");
+    }
+    Status s = store_.mutate_instance(instance_id, [&](store::InstanceRow& r) -> Status {
+      if (!r.deep_check.is_object() || r.deep_check.value("Id", "") != id) {
+        return make_error(api::kConflictException, "no deep health check " + id + " is open");
+      }
+      r.deep_result = request["Results"];
+      return {};
+    });
+    if (!s) return s.error();
+    wake_();
     return json::object();
   }
   health_.heartbeat(instance_id, json::array());
@@ -463,6 +488,97 @@ Result<json> ClusterService::batch_recover(const json& request, RecoveryAction a
   }
   if (!successful.empty()) wake_();
   return json{{"Successful", successful}, {"Failed", failed}};
+}
+
+Result<json> ClusterService::start_health_check(const json& request) {
+  auto cluster = find_cluster(request);
+  if (!cluster) return cluster.error();
+  if (cluster->status != "InService") {
+    return make_error(api::kConflictException,
+                      "ClusterName: " + cluster->name + " is " + cluster->status +
+                          "; deep health checks run on an InService cluster");
+  }
+  auto spec = spec::parse_cluster_spec(cluster->spec);
+  auto params = spec ? spec::parse_provisioning(cluster->provisioning, *spec)
+                     : Result<spec::ProvisioningParameters>(spec.error());
+  if (!spec || !params) return make_error(api::kInternalFailure, "stored spec no longer parses");
+  auto layout = spec::make_layout(*spec, *params, cluster->index);
+  auto rows = store_.instances(cluster->id, true);
+  std::vector<store::InstanceRow> chosen;
+  if (request.contains("NodeIds")) {
+    if (!request["NodeIds"].is_array() || request["NodeIds"].empty() ||
+        request["NodeIds"].size() > 64) {
+      return validation("NodeIds: must be an array of 1 to 64 node names or instance ids");
+    }
+    for (size_t i = 0; i < request["NodeIds"].size(); ++i) {
+      const auto& id = request["NodeIds"][i];
+      std::string field = "NodeIds[" + std::to_string(i) + "]";
+      if (!id.is_string()) return validation(field + ": must be a string");
+      auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) {
+        return r.instance_id == id.get<std::string>() || r.node_name == id.get<std::string>();
+      });
+      if (it == rows.end()) {
+        return make_error(api::kResourceNotFound, field + ": no node " + id.get<std::string>());
+      }
+      chosen.push_back(*it);
+    }
+  } else {
+    for (const auto& r : rows) {
+      const auto* slot = layout.find(r.node_name);
+      if (slot && slot->role == spec::NodeRole::kWorker) chosen.push_back(r);
+    }
+  }
+  if (chosen.empty()) return validation("NodeIds: the cluster has no worker node to check");
+  std::vector<std::string> names;
+  for (const auto& r : chosen) {
+    const auto* slot = layout.find(r.node_name);
+    if (!slot || slot->role != spec::NodeRole::kWorker) {
+      return validation("NodeIds: " + r.node_name + " is not a worker node");
+    }
+    if (r.status != "Running" || !r.recovery.empty()) {
+      return make_error(api::kConflictException,
+                        "NodeIds: " + r.node_name + " is " + r.status + ", not Running");
+    }
+    names.push_back(r.node_name);
+  }
+  // The nodes sit in a maintenance reservation meanwhile: no new job lands on them.
+  const store::InstanceRow* controller = nullptr;
+  for (const auto& r : rows) {
+    if (r.node_name == layout.controller_node) controller = &r;
+  }
+  if (!controller) return make_error(api::kConflictException, "the controller node is not running");
+  std::string check_id = "hc-" + ids::random_hex(8);
+  std::string reservation = "endure-" + check_id;
+  slurm::SlurmClient client([&](const std::vector<std::string>& argv, std::chrono::milliseconds t) {
+    return provider_.exec(cluster->id, controller->instance_id, argv, t);
+  });
+  if (auto s = client.create_maintenance_reservation(reservation, names); !s) return s.error();
+  json nodes = json::array();
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    // Each node sends to the next one in a ring: every link is measured once.
+    const auto* peer = chosen.size() > 1 ? layout.find(chosen[(i + 1) % chosen.size()].node_name)
+                                         : nullptr;
+    const auto* self = layout.find(chosen[i].node_name);
+    json order = {{"Id", check_id},
+                  {"Reservation", reservation},
+                  {"Address", self->address},
+                  {"Port", api::kDeepCheckNetworkPort},
+                  {"Started", ids::now_seconds()}};
+    if (peer) order["Peer"] = peer->address;
+    store_.mutate_instance(chosen[i].instance_id, [&](store::InstanceRow& r) -> Status {
+      r.status = "DeepHealthCheckInProgress";
+      r.message = "deep health check " + check_id;
+      r.deep_check = order;
+      r.deep_result = nullptr;
+      return {};
+    });
+    store_.append_event({0, cluster->id, 0, "Instance", chosen[i].group, chosen[i].instance_id,
+                         chosen[i].node_name, "DeepHealthCheckStarted",
+                         check_id + (peer ? ": network test to " + peer->node_name : "")});
+    nodes.push_back(chosen[i].node_name);
+  }
+  wake_();
+  return json{{"HealthCheckId", check_id}, {"Reservation", reservation}, {"Nodes", nodes}};
 }
 
 Result<json> ClusterService::inject_fault(const json& request) {

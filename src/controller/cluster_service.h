@@ -43,6 +43,7 @@ class ClusterService {
   Result<json> get_node_exec_target(const json& request);
   Result<json> batch_recover(const json& request, RecoveryAction action);
   Result<json> inject_fault(const json& request);
+  Result<json> start_health_check(const json& request);
 
   // The cluster a request's ClusterName (a name or an ARN) refers to.
   Result<store::ClusterRow> find_cluster(const json& request);

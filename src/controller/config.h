@@ -27,6 +27,8 @@ struct Config {
   double heartbeat_timeout_seconds = 5.0;
   // A rebooted node not back in service after this long is replaced.
   int reboot_timeout_seconds = 120;
+  // A deep health check whose node has not reported after this long has failed.
+  int deep_check_timeout_seconds = 180;
   // Folder of the endure-agent binary (default: beside endured).
   std::filesystem::path bin_dir;
 

@@ -1,5 +1,7 @@
 #include "controller/recovery_manager.h"
 
+#include <set>
+
 #include "api/wire.h"
 #include "common/crash_point.h"
 #include "common/ids.h"
@@ -24,8 +26,74 @@ void RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::Cl
   for (const auto& row : store_.instances(cluster.id, true)) {
     if (row.status == "Running" && row.recovery.empty()) judge(cluster, spec, layout, row, slurm);
   }
+  finish_deep_checks(cluster, slurm);
   for (const auto& row : store_.instances(cluster.id, true)) {
     if (row.recovery_stage == "Requested") act(cluster, layout, row, slurm);
+  }
+}
+
+void RecoveryManager::finish_deep_checks(const store::ClusterRow& cluster, const SlurmView& slurm) {
+  double now = ids::now_seconds();
+  auto rows = store_.instances(cluster.id, true);
+  auto in_check = [](const store::InstanceRow& r) {
+    return r.status == "DeepHealthCheckInProgress" && r.deep_check.is_object();
+  };
+  auto timed_out = [&](const store::InstanceRow& r) {
+    return now - r.deep_check.value("Started", now) > config_.deep_check_timeout_seconds;
+  };
+  // A check closes only when all its nodes are done: each node's network test server must
+  // stay up until its peer has measured the link to it.
+  std::set<std::string> open_checks;
+  for (const auto& row : rows) {
+    if (in_check(row) && !row.deep_result.is_array() && !timed_out(row)) {
+      open_checks.insert(row.deep_check.value("Id", ""));
+    }
+  }
+  std::set<std::string> closing_reservations;
+  for (const auto& row : rows) {
+    if (!in_check(row) || open_checks.count(row.deep_check.value("Id", ""))) continue;
+    std::string reservation = row.deep_check.value("Reservation", "");
+    std::string failed;
+    for (const auto& r : row.deep_result.is_array() ? row.deep_result : json::array()) {
+      if (!r.value("Passed", false)) {
+        failed += (failed.empty() ? "" : "; ") + r.value("Check", "?") + ": " + r.value("Detail", "");
+      }
+    }
+    if (!row.deep_result.is_array()) {
+      failed = "no result within " + std::to_string(config_.deep_check_timeout_seconds) + " s";
+    }
+    store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+      x.status = "Running";
+      x.message = "";
+      x.deep_check = nullptr;
+      x.recovery_since = now;  // watched afresh: the burn may have delayed heartbeats
+      if (!failed.empty()) {
+        x.health = "Unhealthy";
+        x.last_verdict = "Unhealthy: deep-health-check: " + failed + " -> Replace";
+        x.recovery = "Replace";
+        x.recovery_reason = "deep-health-check: " + failed;
+        x.recovery_stage = "Requested";
+      }
+      return {};
+    });
+    health_.forget(row.instance_id);
+    if (failed.empty()) {
+      std::string summary;
+      for (const auto& r : row.deep_result) {
+        summary += (summary.empty() ? "" : ", ") + r.value("Check", "?") + " " + r["Metrics"].dump();
+      }
+      event(row, "DeepHealthCheckPassed", summary);
+    } else {
+      event(row, "DeepHealthCheckFailed", failed);
+      event(row, "NodeUnhealthy", "Unhealthy: deep-health-check: " + failed + " -> Replace");
+    }
+    closing_reservations.insert(reservation);
+  }
+  for (const auto& reservation : closing_reservations) {
+    if (!slurm.client) continue;
+    if (auto s = slurm.client->delete_reservation(reservation); !s) {
+      log::warn("{}: {}", cluster.name, s.error().message);
+    }
   }
 }
 

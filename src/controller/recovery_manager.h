@@ -44,6 +44,9 @@ class RecoveryManager {
              const SlurmView& slurm);
   void act(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
            const store::InstanceRow& row, const SlurmView& slurm);
+  // Closes deep health checks whose nodes reported (or ran out of time): passed nodes go
+  // back to Running, failed ones to recovery; the reservation goes with the last node.
+  void finish_deep_checks(const store::ClusterRow& cluster, const SlurmView& slurm);
   void event(const store::InstanceRow& row, const std::string& type, const std::string& text);
 
   store::Store& store_;

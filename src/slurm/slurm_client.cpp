@@ -56,6 +56,26 @@ Status SlurmClient::resume(const std::string& node) const {
   return {};
 }
 
+Status SlurmClient::create_maintenance_reservation(const std::string& name,
+                                                   const std::vector<std::string>& nodes) const {
+  std::string list;
+  for (const auto& n : nodes) list += (list.empty() ? "" : ",") + n;
+  auto out = run_({"scontrol", "create", "reservation", "ReservationName=" + name, "Nodes=" + list,
+                   "StartTime=now", "Duration=UNLIMITED", "Users=root", "Flags=MAINT,IGNORE_JOBS"},
+                  15s);
+  if (out.exit_code != 0) return command_error("scontrol create reservation " + name, out);
+  return {};
+}
+
+Status SlurmClient::delete_reservation(const std::string& name) const {
+  auto out = run_({"scontrol", "delete", "reservation=" + name}, 15s);
+  if (out.exit_code != 0 && out.err.find("not found") == std::string::npos &&
+      out.err.find("Invalid") == std::string::npos) {
+    return command_error("scontrol delete reservation " + name, out);
+  }
+  return {};
+}
+
 Result<std::vector<NodeState>> SlurmClient::nodes() const {
   auto out = run_({"sinfo", "--json"}, 15s);
   if (out.exit_code != 0) return command_error("sinfo --json", out);

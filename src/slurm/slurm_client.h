@@ -51,6 +51,11 @@ class SlurmClient {
   // Back to service.
   Status resume(const std::string& node) const;
 
+  // A maintenance reservation of nodes (no new job starts on them; running ones go on).
+  Status create_maintenance_reservation(const std::string& name,
+                                        const std::vector<std::string>& nodes) const;
+  Status delete_reservation(const std::string& name) const;
+
   // `scontrol reconfigure`: every daemon re-reads slurm.conf; running jobs go on.
   Status reconfigure() const;
 

@@ -44,7 +44,9 @@ CREATE TABLE IF NOT EXISTS instances (
   recovery_stage TEXT NOT NULL DEFAULT '',
   recovery_since REAL NOT NULL DEFAULT 0,
   reboots INTEGER NOT NULL DEFAULT 0,
-  replaces TEXT NOT NULL DEFAULT ''
+  replaces TEXT NOT NULL DEFAULT '',
+  deep_check TEXT NOT NULL DEFAULT 'null',
+  deep_result TEXT NOT NULL DEFAULT 'null'
 );
 -- At most one live instance per slot: the guard against duplicated instances.
 CREATE UNIQUE INDEX IF NOT EXISTS instances_live_slot
@@ -141,7 +143,7 @@ constexpr const char* kInstanceCols =
     "instance_id, cluster_id, grp, slot, node_name, status, message, launch_time, pid, "
     "agent_token, lifecycle_status, lifecycle_exit, lifecycle_tail, last_heartbeat, "
     "terminated_at, health, last_verdict, recovery, recovery_reason, recovery_stage, "
-    "recovery_since, reboots, replaces";
+    "recovery_since, reboots, replaces, deep_check, deep_result";
 
 InstanceRow read_instance(const Stmt& s) {
   InstanceRow r;
@@ -168,6 +170,10 @@ InstanceRow read_instance(const Stmt& s) {
   r.recovery_since = s.real(20);
   r.reboots = s.i32(21);
   r.replaces = s.text(22);
+  r.deep_check = json::parse(s.text(23), nullptr, false);
+  r.deep_result = json::parse(s.text(24), nullptr, false);
+  if (r.deep_check.is_discarded()) r.deep_check = nullptr;
+  if (r.deep_result.is_discarded()) r.deep_result = nullptr;
   return r;
 }
 
@@ -177,7 +183,7 @@ void bind_instance_values(Stmt& s, const InstanceRow& r) {
       .bind(r.lifecycle_status).bind(r.lifecycle_exit).bind(r.lifecycle_tail)
       .bind(r.last_heartbeat).bind(r.terminated_at).bind(r.health).bind(r.last_verdict)
       .bind(r.recovery).bind(r.recovery_reason).bind(r.recovery_stage).bind(r.recovery_since)
-      .bind(r.reboots).bind(r.replaces);
+      .bind(r.reboots).bind(r.replaces).bind(r.deep_check.dump()).bind(r.deep_result.dump());
 }
 
 }  // namespace
@@ -204,7 +210,8 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
        {"health TEXT NOT NULL DEFAULT 'Unknown'", "last_verdict TEXT NOT NULL DEFAULT ''",
         "recovery TEXT NOT NULL DEFAULT ''", "recovery_reason TEXT NOT NULL DEFAULT ''",
         "recovery_stage TEXT NOT NULL DEFAULT ''", "recovery_since REAL NOT NULL DEFAULT 0",
-        "reboots INTEGER NOT NULL DEFAULT 0", "replaces TEXT NOT NULL DEFAULT ''"}) {
+        "reboots INTEGER NOT NULL DEFAULT 0", "replaces TEXT NOT NULL DEFAULT ''",
+        "deep_check TEXT NOT NULL DEFAULT 'null'", "deep_result TEXT NOT NULL DEFAULT 'null'"}) {
     auto s = store->exec(std::string("ALTER TABLE instances ADD COLUMN ") + column + ";");
     if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
   }
@@ -304,7 +311,7 @@ int Store::free_cluster_index() {
 Status Store::insert_instance(const InstanceRow& r) {
   std::lock_guard lock(mu_);
   Stmt s(db_, (std::string("INSERT INTO instances (") + kInstanceCols +
-               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)").c_str());
+               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)").c_str());
   s.bind(r.instance_id);
   bind_instance_values(s, r);
   return s.run("insert instance " + r.instance_id);
@@ -316,7 +323,8 @@ Status Store::update_instance(const InstanceRow& r) {
               "message=?, launch_time=?, pid=?, agent_token=?, lifecycle_status=?, "
               "lifecycle_exit=?, lifecycle_tail=?, last_heartbeat=?, terminated_at=?, health=?, "
               "last_verdict=?, recovery=?, recovery_reason=?, recovery_stage=?, "
-              "recovery_since=?, reboots=?, replaces=? WHERE instance_id=?");
+              "recovery_since=?, reboots=?, replaces=?, deep_check=?, deep_result=? "
+              "WHERE instance_id=?");
   bind_instance_values(s, r);
   s.bind(r.instance_id);
   return s.run("update instance " + r.instance_id);

@@ -58,6 +58,8 @@ struct InstanceRow {
   double recovery_since = 0;
   int reboots = 0;              // reboots of this instance
   std::string replaces;         // the instance this one replaced, if any
+  json deep_check;   // the deep health check ordered for this node (null when none)
+  json deep_result;  // what the node reported for it (null until then)
 };
 
 struct EventRow {

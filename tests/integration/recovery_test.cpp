@@ -293,3 +293,54 @@ TEST_F(ClusterFixture, HealthyClusterUnderLoadGetsNoVerdict) {
 
 }  // namespace
 }  // namespace endure::test
+
+namespace endure::test {
+namespace {
+
+TEST_F(ClusterFixture, DeepHealthCheckRunsInAMaintenanceReservationAndReleasesIt) {
+  start_cluster("it-deep", 3);
+  Endured& e = *e_;
+  long long mark = last_event_id(e, name_);
+  auto started = e.cli({"start-cluster-health-check", "--cluster-name", name_, "--nodes",
+                        "worker-0", "worker-2"});
+  ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
+  auto reply = json::parse(started.out);
+  std::string reservation = reply["Reservation"];
+  auto nodes = nodes_by_name(e, name_);
+  EXPECT_EQ(nodes["worker-0"].status, "DeepHealthCheckInProgress");
+  EXPECT_EQ(nodes["worker-2"].status, "DeepHealthCheckInProgress");
+  EXPECT_EQ(nodes["worker-1"].status, "Running");
+  auto res = e.exec(name_, "controller-0", "scontrol show reservation " + reservation);
+  EXPECT_NE(res.out.find("MAINT"), std::string::npos) << res.out << res.err;
+  EXPECT_NE(res.out.find("worker-[0,2]"), std::string::npos) << res.out;
+  // A second check on a node already under one is refused.
+  auto again = e.call("StartClusterHealthCheck", {{"ClusterName", name_}, {"NodeIds", {"worker-0"}}});
+  EXPECT_FALSE(again.ok());
+
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto n = nodes_by_name(e, name_);
+        return n["worker-0"].status == "Running" && n["worker-2"].status == "Running";
+      },
+      120s));
+  auto events = events_after(e, name_, mark);
+  for (const char* node : {"worker-0", "worker-2"}) {
+    auto passed = find_event(events, node, "DeepHealthCheckPassed");
+    ASSERT_FALSE(passed.is_null()) << events.dump(2);
+    std::string text = passed["Description"];
+    for (const char* check : {"cpu", "memory", "disk", "network"}) {
+      EXPECT_NE(text.find(check), std::string::npos) << check << " missing: " << text;
+    }
+  }
+  EXPECT_TRUE(find_event(events, "worker-1", "DeepHealthCheckStarted").is_null());
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto out = e.exec(name_, "controller-0", "scontrol show reservation " + reservation);
+        return out.exit_code != 0 || out.out.find("not found") != std::string::npos;
+      },
+      20s));
+  for (const auto& [name, node] : nodes_by_name(e, name_)) EXPECT_EQ(node.status, "Running") << name;
+}
+
+}  // namespace
+}  // namespace endure::test
