@@ -446,15 +446,18 @@ Result<json> ClusterService::handle_agent(const std::string& action, const std::
     if (r.lifecycle_status == "Succeeded" || r.lifecycle_status == "Failed") return {};
     if (r.lifecycle_status == "Rebooting" && status == "InProgress") return {};
     changed = r.lifecycle_status != status;
+    bool booting = r.lifecycle_status == "Rebooting";
     r.lifecycle_status = status;
     r.lifecycle_exit = request.value("ExitCode", -1);
     r.lifecycle_tail = request.value("LastLines", "");
     if (!changed || status == "InProgress") return {};
     auto ev = store_.append_event(
         {0, r.cluster_id, 0, "Instance", r.group, r.instance_id, r.node_name,
-         status == "Succeeded" ? "LifecycleSucceeded" : "LifecycleFailed",
-         "OnCreate " + std::string(status == "Succeeded" ? "succeeded" : "failed") +
-             " with exit code " + std::to_string(r.lifecycle_exit)});
+         booting ? (status == "Succeeded" ? "BootScriptsSucceeded" : "BootScriptsFailed")
+                 : (status == "Succeeded" ? "LifecycleSucceeded" : "LifecycleFailed"),
+         std::string(booting ? "boot scripts " : "OnCreate ") +
+             (status == "Succeeded" ? "succeeded" : "failed") + " with exit code " +
+             std::to_string(r.lifecycle_exit)});
     return ev ? Status{} : Status(ev.error());
   });
   if (!s) return s.error();

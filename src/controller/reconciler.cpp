@@ -181,7 +181,8 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
     }
   }
   advance_pending(cluster, layout, view);
-  recovery_.reconcile(cluster, parsed->spec, layout, view);
+  // A replacement leaves its slot empty: fill it in the next pass, not a period later.
+  if (recovery_.reconcile(cluster, parsed->spec, layout, view)) wake();
   update_cluster_status(cluster, layout);
 }
 
@@ -280,6 +281,7 @@ bool Reconciler::fill_slots(const store::ClusterRow& cluster, const spec::Cluste
       if (r.node_name == slot.node_name && r.message.rfind("replaced: ", 0) == 0 &&
           r.terminated_at >= last_terminated(rows, slot.node_name)) {
         row.replaces = r.instance_id;
+        row.recovery_since = r.recovery_since;  // when the fault was found
         description = "replacing " + r.instance_id + " (" + r.message.substr(10) + ")";
       }
     }
@@ -511,7 +513,7 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
       if (recovered) {
         instance_event(r, "NodeReturnedToService",
                        fmt::format("{}, back in service {:.1f} s after the fault was found", how,
-                                   now - (rebooting ? r.recovery_since : r.launch_time)));
+                                   now - (r.recovery_since > 0 ? r.recovery_since : r.launch_time)));
       } else {
         instance_event(r, "InstanceRunning",
                        fmt::format("in service {:.1f} s after launch", now - r.launch_time));

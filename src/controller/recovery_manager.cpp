@@ -21,15 +21,20 @@ void RecoveryManager::event(const store::InstanceRow& r, const std::string& type
   log::info("{} {}: {}: {}", r.node_name, r.instance_id, type, text);
 }
 
-void RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
+bool RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
                                 const spec::ClusterLayout& layout, const SlurmView& slurm) {
   for (const auto& row : store_.instances(cluster.id, true)) {
     if (row.status == "Running" && row.recovery.empty()) judge(cluster, spec, layout, row, slurm);
   }
   finish_deep_checks(cluster, slurm);
+  bool acted = false;
   for (const auto& row : store_.instances(cluster.id, true)) {
-    if (row.recovery_stage == "Requested") act(cluster, layout, row, slurm);
+    if (row.recovery_stage == "Requested") {
+      act(cluster, layout, row, slurm);
+      acted = true;
+    }
   }
+  return acted;
 }
 
 void RecoveryManager::finish_deep_checks(const store::ClusterRow& cluster, const SlurmView& slurm) {

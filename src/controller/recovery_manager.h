@@ -30,7 +30,8 @@ class RecoveryManager {
   RecoveryManager(store::Store& store, provider::NodeProvider& provider, const Config& config,
                   HealthMonitor& health);
 
-  void reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
+  // True when it took an action that the next pass should follow up at once.
+  bool reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
                  const spec::ClusterLayout& layout, const SlurmView& slurm);
 
   // Operator requests (BatchRebootClusterNodes / BatchReplaceClusterNodes): marks the
