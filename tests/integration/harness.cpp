@@ -23,13 +23,6 @@ std::filesystem::path base_lifecycle_dir() {
   return source_dir() / "examples/lifecycle/base-config";
 }
 
-TempDir::TempDir() {
-  char tmpl[] = "/tmp/endure-it-XXXXXX";
-  path_ = mkdtemp(tmpl);
-}
-
-TempDir::~TempDir() { fs::remove_tree(path_); }
-
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {

@@ -12,6 +12,7 @@
 #include "common/http_client.h"
 #include "common/json.h"
 #include "common/process.h"
+#include "support/temp_dir.h"
 
 namespace endure::test {
 
@@ -19,16 +20,6 @@ std::filesystem::path bin_dir();
 std::filesystem::path source_dir();
 std::filesystem::path base_lifecycle_dir();
 
-// A fresh folder under /tmp, removed by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // Polls pred every 100 ms until it holds or the timeout passes.
 bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);

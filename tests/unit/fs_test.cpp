@@ -2,6 +2,8 @@
 #include "common/fs.h"
 
 #include <gtest/gtest.h>
+
+#include "support/temp_dir.h"
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -23,23 +25,10 @@ namespace {
 namespace sfs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// A fresh folder from mkdtemp(), removed with everything in it at the end of the test.
-class TempDir {
+// Each test's own folder, named for this suite.
+class TempDir : public test::TempDir {
  public:
-  TempDir() {
-    std::string templ = (sfs::temp_directory_path() / "endure-fs-test-XXXXXX").string();
-    char* made = ::mkdtemp(templ.data());
-    EXPECT_NE(made, nullptr);
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    sfs::remove_all(path_, ec);
-  }
-  const sfs::path& path() const { return path_; }
-
- private:
-  sfs::path path_;
+  TempDir() : test::TempDir("endure-fs-test") { EXPECT_TRUE(ok()); }
 };
 
 // Sets the umask for the scope of a test and restores it after.

@@ -2,6 +2,8 @@
 // probe that hangs), slurmd, CPUs, memory and NVML's absent-library paths.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include "support/temp_dir.h"
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -33,26 +35,10 @@ namespace sfs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
 
-// A fresh folder from mkdtemp(), removed with everything in it at the end of the test.
-class TempDir {
+// Each test's own folder, named for this suite.
+class TempDir : public test::TempDir {
  public:
-  TempDir() {
-    std::string templ = (sfs::temp_directory_path() / "endure-health-test-XXXXXX").string();
-    char* made = ::mkdtemp(templ.data());
-    EXPECT_NE(made, nullptr);
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    sfs::remove_all(path_, ec);
-  }
-  const sfs::path& path() const { return path_; }
-  std::string str(const std::string& name = "") const {
-    return name.empty() ? path_.string() : (path_ / name).string();
-  }
-
- private:
-  sfs::path path_;
+  TempDir() : test::TempDir("endure-health-test") { EXPECT_TRUE(ok()); }
 };
 
 void append(const std::string& path, const std::string& text) {
