@@ -91,6 +91,9 @@ struct FaultCase {
   std::string action;  // Reboot (same InstanceId) or Replace (new one)
 };
 
+// gtest names the case by its fault in test listings.
+void PrintTo(const FaultCase& c, std::ostream* os) { *os << c.kind; }
+
 class FaultRecovery : public ClusterFixture, public ::testing::WithParamInterface<FaultCase> {};
 
 TEST_P(FaultRecovery, IsFoundRepairedAndTouchesNoOtherNode) {

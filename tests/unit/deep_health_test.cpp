@@ -2,6 +2,8 @@
 // round trip in a temporary folder, and the bandwidth server and client over loopback.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
+
+#include "support/temp_dir.h"
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -23,22 +25,10 @@ namespace {
 namespace sfs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-// A fresh folder from mkdtemp(), removed with everything in it at the end of the test.
-class TempDir {
+// Each test's own folder, named for this suite.
+class TempDir : public test::TempDir {
  public:
-  TempDir() {
-    std::string templ = (sfs::temp_directory_path() / "endure-deep-test-XXXXXX").string();
-    EXPECT_NE(::mkdtemp(templ.data()), nullptr);
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    sfs::remove_all(path_, ec);
-  }
-  std::string str() const { return path_.string(); }
-
- private:
-  sfs::path path_;
+  TempDir() : test::TempDir("endure-deep-test") { EXPECT_TRUE(ok()); }
 };
 
 double seconds_since(Clock::time_point start) {
