@@ -578,3 +578,50 @@ TEST(HealthChecksTest, RunAllGathersFindings) {
 
 }  // namespace
 }  // namespace endure::agent::health
+
+namespace endure::agent::health {
+namespace {
+
+// The NVML check against the stand-in library: same functions, same dlopen path.
+class NvmlStandInTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_ = dir_.str("nvml-state");
+    ::setenv("ENDURE_FAKE_NVML_STATE", state_.c_str(), 1);
+    expect_.gpus = 2;
+    expect_.nvml_library = ENDURE_FAKE_NVML;
+  }
+  void TearDown() override { ::unsetenv("ENDURE_FAKE_NVML_STATE"); }
+  void set_state(int count, int ecc) {
+    std::ofstream(state_) << "count " << count << "\necc " << ecc << "\n";
+  }
+
+  endure::test::TempDir dir_{"endure-nvml-test"};
+  std::string state_;
+  NodeExpectations expect_;
+};
+
+TEST_F(NvmlStandInTest, TheRightGpuCountIsHealthy) {
+  set_state(2, 0);
+  EXPECT_TRUE(NvmlCheck(expect_).run().empty());
+}
+
+TEST_F(NvmlStandInTest, AMissingGpuIsAGpuCountFinding) {
+  set_state(1, 0);
+  auto findings = NvmlCheck(expect_).run();
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "gpu-count");
+}
+
+TEST_F(NvmlStandInTest, RisingUncorrectedEccIsAFinding) {
+  set_state(2, 4);
+  NvmlCheck check(expect_, /*continuous=*/true);
+  EXPECT_TRUE(check.run().empty()) << "the count at the first look is the baseline";
+  set_state(2, 5);
+  auto findings = check.run();
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "ecc");
+}
+
+}  // namespace
+}  // namespace endure::agent::health
