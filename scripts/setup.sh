@@ -11,6 +11,7 @@ packages=(
   libgtest-dev googletest
   slurm-wlm slurm-client munge libslurm-dev
   util-linux procps iproute2 python3
+  libfuse3-dev fuse3
 )
 missing=()
 for p in "${packages[@]}"; do

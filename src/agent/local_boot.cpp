@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,6 +29,45 @@ int host_pid() {
     if (line.rfind("NSpid:", 0) == 0) return std::atoi(line.c_str() + 6);
   }
   return 0;
+}
+
+constexpr long kFuseSuperMagic = 0x65735546;
+
+bool fsx_is_fuse() {
+  struct statfs st {};
+  return ::statfs("/fsx", &st) == 0 && st.f_type == kFuseSuperMagic;
+}
+
+// /fsx through this node's own endure-fsx, or a plain bind where the host has no FUSE.
+Status mount_fsx(const std::string& backing) {
+  std::error_code ec;
+  std::filesystem::create_directories("/fsx", ec);
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "endure-fsx";
+  if (ec || !std::filesystem::exists(exe) || !std::filesystem::exists("/dev/fuse")) {
+    if (::mount(backing.c_str(), "/fsx", nullptr, MS_BIND | MS_REC, nullptr) != 0) {
+      return sys_error("bind " + backing + " on /fsx");
+    }
+    return {};
+  }
+  std::string exe_path = exe.string();
+  const char* argv[] = {exe_path.c_str(), backing.c_str(), "/fsx", "--pid-file",
+                        kFsxPidFile,      nullptr};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    ::execv(argv[0], const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  if (pid < 0) return sys_error("fork endure-fsx");
+  for (int i = 0; i < 100; ++i) {
+    if (fsx_is_fuse()) return {};
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      return make_error("BootError", "endure-fsx exited before /fsx was mounted");
+    }
+    ::usleep(50 * 1000);
+  }
+  return make_error("BootError", "endure-fsx did not mount /fsx within 5 s");
 }
 
 }  // namespace
@@ -70,6 +111,9 @@ Status local_boot(const std::string& boot_json_path) {
   }
   if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return sys_error("mount /proc");
+  }
+  if (!boot->fsx_backing.empty()) {
+    if (auto s = mount_fsx(boot->fsx_backing); !s) return s;
   }
   if (::sethostname(boot->hostname.c_str(), boot->hostname.size()) != 0) {
     return sys_error("sethostname " + boot->hostname);

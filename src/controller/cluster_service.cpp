@@ -617,13 +617,21 @@ Result<json> ClusterService::inject_fault(const json& request) {
   } else if (*kind == "disk-full") {
     s = provider_.fill_local_disk(c, id);
     what = "filled the node's local disk";
+  } else if (*kind == "fsx-hang") {
+    // Stops the node's /fsx server: every call on /fsx in that node blocks, as on a hung
+    // network file system; the other nodes' /fsx goes on.
+    auto out = provider_.exec(c, id, {"/bin/bash", "-c", "kill -STOP \"$(cat /opt/endure/fsx.pid)\""},
+                              std::chrono::seconds(10));
+    if (out.exit_code != 0) s = make_error(api::kConflictException, "no /fsx server to stop: " + out.err);
+    what = "made /fsx unresponsive on the node";
   } else if (*kind == "slurmd-kill") {
     auto out = provider_.exec(c, id, {"/bin/bash", "-c", "kill -9 \"$(cat /run/slurm/slurmd.pid)\""},
                               std::chrono::seconds(10));
     if (out.exit_code != 0) s = make_error(api::kConflictException, "no slurmd to kill: " + out.err);
     what = "killed the node's slurmd";
   } else {
-    return validation("Kind: must be one of crash, hang, xid, ecc, disk-full, slurmd-kill");
+    return validation(
+        "Kind: must be one of crash, hang, xid, ecc, disk-full, slurmd-kill, fsx-hang");
   }
   if (!s) return s.error();
   store_.append_event({0, c, 0, "Instance", node->group, id, node->node_name, "FaultInjected",

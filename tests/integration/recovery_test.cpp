@@ -149,7 +149,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(FaultCase{"crash", "crash", "Replace"}, FaultCase{"hang", "hang", "Reboot"},
                       FaultCase{"xid", "xid", "Replace"}, FaultCase{"ecc", "ecc", "Replace"},
                       FaultCase{"disk-full", "disk-full", "Replace"},
-                      FaultCase{"slurmd-kill", "slurmd-gone", "Reboot"}),
+                      FaultCase{"slurmd-kill", "slurmd-gone", "Reboot"},
+                      FaultCase{"fsx-hang", "fsx-hang", "Reboot"}),
     [](const auto& info) {
       std::string name = info.param.kind;
       for (auto& ch : name) {

@@ -90,7 +90,10 @@ json LocalBoot::to_json() const {
   for (const auto& b : binds) {
     binds_json.push_back({{"Source", b.source}, {"Target", b.target}, {"File", b.file}});
   }
-  return {{"Hostname", hostname}, {"Binds", binds_json}, {"PidFile", pid_file}};
+  return {{"Hostname", hostname},
+          {"Binds", binds_json},
+          {"PidFile", pid_file},
+          {"FsxBacking", fsx_backing}};
 }
 
 Result<LocalBoot> LocalBoot::from_json(const json& j) {
@@ -98,6 +101,7 @@ Result<LocalBoot> LocalBoot::from_json(const json& j) {
   try {
     boot.hostname = j.at("Hostname").get<std::string>();
     boot.pid_file = j.at("PidFile").get<std::string>();
+    boot.fsx_backing = j.value("FsxBacking", "");
     for (const auto& b : j.at("Binds")) {
       boot.binds.push_back({b.at("Source").get<std::string>(), b.at("Target").get<std::string>(),
                             b.value("File", false)});
@@ -202,7 +206,10 @@ Result<int> LocalProvider::launch(const LaunchRequest& request) {
   }
   boot_config.binds.push_back({(dir / "root/etc/hosts").string(), "/etc/hosts", true});
   boot_config.binds.push_back({(dir / "kmsg").string(), "/dev/kmsg", true});
-  boot_config.binds.push_back({(cluster_dir(request.cluster_id) / "fsx").string(), "/fsx", false});
+  // The shared folder reaches the node under /opt/endure; /fsx is mounted from there.
+  boot_config.binds.push_back(
+      {(cluster_dir(request.cluster_id) / "fsx").string(), "/opt/endure/fsx-backing", false});
+  boot_config.fsx_backing = "/opt/endure/fsx-backing";
   boot_config.binds.push_back({(dir / "local").string(), "/local", false});
   if (auto s = fs::atomic_write_file(dir / "boot.json", boot_config.to_json().dump(2)); !s) {
     return s.error();

@@ -39,6 +39,10 @@ struct LocalBoot {
   };
   std::vector<Bind> binds;
   std::string pid_file;  // where the node's host pid is written
+  // The cluster's shared folder (bound inside the node). The node sees it at /fsx through
+  // its own endure-fsx (a FUSE file system), so that /fsx can hang for one node the way a
+  // network file system does; without FUSE on the host it is bound there directly.
+  std::string fsx_backing;
 
   json to_json() const;
   static Result<LocalBoot> from_json(const json& j);
