@@ -33,6 +33,15 @@ json instance_status(const store::InstanceRow& r) {
   return {{"Status", r.status}, {"Message", r.message}};
 }
 
+Result<spec::ClusterModel> load_model(const store::ClusterRow& cluster) {
+  auto model = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index);
+  if (!model) {
+    return make_error(api::kInternalFailure,
+                      "stored spec of " + cluster.name + " no longer parses: " + model.error().message);
+  }
+  return model;
+}
+
 json node_summary(const store::InstanceRow& r, const spec::ClusterSpec& spec) {
   const auto* group = spec.find_group(r.group);
   return {{"InstanceGroupName", r.group},
@@ -167,10 +176,11 @@ Result<store::ClusterRow> ClusterService::find_cluster(const json& request) {
 Result<json> ClusterService::describe_cluster(const json& request) {
   auto cluster = find_cluster(request);
   if (!cluster) return cluster.error();
-  auto spec = spec::parse_cluster_spec(cluster->spec);
-  auto params = spec ? spec::parse_provisioning(cluster->provisioning, *spec)
-                     : Result<spec::ProvisioningParameters>(spec.error());
-  if (!spec || !params) return make_error(api::kInternalFailure, "stored spec no longer parses");
+  auto model = load_model(*cluster);
+  if (!model) return model.error();
+  const spec::ClusterSpec* spec = &model->spec;
+  const spec::ProvisioningParameters* params = &model->params;
+  const spec::ClusterLayout& layout = model->layout;
   auto instances = store_.instances(cluster->id, true);
   json groups = json::array();
   for (const auto& g : spec->groups) {
@@ -187,7 +197,6 @@ Result<json> ClusterService::describe_cluster(const json& request) {
     if (auto p = params->partition_of(g.name); !p.empty()) entry["PartitionName"] = p;
     groups.push_back(entry);
   }
-  auto layout = spec::make_layout(*spec, *params, cluster->index);
   json reply = {{"ClusterArn", cluster->arn},
                 {"ClusterId", cluster->id},
                 {"ClusterName", cluster->name},
@@ -251,11 +260,11 @@ Result<json> ClusterService::describe_cluster_node(const json& request) {
   if (!cluster) return cluster.error();
   auto node = find_node(*cluster, request);
   if (!node) return node.error();
-  auto spec = spec::parse_cluster_spec(cluster->spec);
-  auto params = spec ? spec::parse_provisioning(cluster->provisioning, *spec)
-                     : Result<spec::ProvisioningParameters>(spec.error());
-  if (!spec || !params) return make_error(api::kInternalFailure, "stored spec no longer parses");
-  auto layout = spec::make_layout(*spec, *params, cluster->index);
+  auto model = load_model(*cluster);
+  if (!model) return model.error();
+  const spec::ClusterSpec* spec = &model->spec;
+  const spec::ProvisioningParameters* params = &model->params;
+  const spec::ClusterLayout& layout = model->layout;
   json details = node_summary(*node, *spec);
   if (const auto* g = spec->find_group(node->group)) {
     details["LifeCycleConfig"] = {{"SourceS3Uri", g->lifecycle.source_uri},
@@ -475,11 +484,11 @@ Result<json> ClusterService::batch_recover(const json& request, RecoveryAction a
   for (const auto& id : request["NodeIds"]) {
     if (!id.is_string()) return validation("NodeIds: every entry must be an instance id string");
   }
-  auto spec = spec::parse_cluster_spec(cluster->spec);
-  auto params = spec ? spec::parse_provisioning(cluster->provisioning, *spec)
-                     : Result<spec::ProvisioningParameters>(spec.error());
-  if (!spec || !params) return make_error(api::kInternalFailure, "stored spec no longer parses");
-  auto layout = spec::make_layout(*spec, *params, cluster->index);
+  auto model = load_model(*cluster);
+  if (!model) return model.error();
+  const spec::ClusterSpec* spec = &model->spec;
+  const spec::ProvisioningParameters* params = &model->params;
+  const spec::ClusterLayout& layout = model->layout;
   json successful = json::array(), failed = json::array();
   std::string verb = action == RecoveryAction::kReboot ? "BatchRebootClusterNodes"
                                                        : "BatchReplaceClusterNodes";
@@ -501,11 +510,11 @@ Result<json> ClusterService::start_health_check(const json& request) {
                       "ClusterName: " + cluster->name + " is " + cluster->status +
                           "; deep health checks run on an InService cluster");
   }
-  auto spec = spec::parse_cluster_spec(cluster->spec);
-  auto params = spec ? spec::parse_provisioning(cluster->provisioning, *spec)
-                     : Result<spec::ProvisioningParameters>(spec.error());
-  if (!spec || !params) return make_error(api::kInternalFailure, "stored spec no longer parses");
-  auto layout = spec::make_layout(*spec, *params, cluster->index);
+  auto model = load_model(*cluster);
+  if (!model) return model.error();
+  const spec::ClusterSpec* spec = &model->spec;
+  const spec::ProvisioningParameters* params = &model->params;
+  const spec::ClusterLayout& layout = model->layout;
   auto rows = store_.instances(cluster->id, true);
   std::vector<store::InstanceRow> chosen;
   if (request.contains("NodeIds")) {

@@ -71,19 +71,6 @@ json resource_config(const store::ClusterRow& cluster, const spec::ClusterLayout
             {"SlurmctldPort", layout.slurmctld_port}}}};
 }
 
-struct Parsed {
-  spec::ClusterSpec spec;
-  spec::ProvisioningParameters params;
-};
-
-std::optional<Parsed> parse(const store::ClusterRow& cluster) {
-  auto s = spec::parse_cluster_spec(cluster.spec);
-  if (!s) return std::nullopt;
-  auto p = spec::parse_provisioning(cluster.provisioning, *s);
-  if (!p) return std::nullopt;
-  return Parsed{*s, *p};
-}
-
 }  // namespace
 
 Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
@@ -143,12 +130,12 @@ void Reconciler::instance_event(const store::InstanceRow& r, const std::string& 
 void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   if (cluster.status == "Deleting") return delete_cluster(cluster);
   if (cluster.status == "Failed") return;
-  auto parsed = parse(cluster);
+  auto parsed = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index);
   if (!parsed) {
-    fail_cluster(cluster, "the stored spec no longer parses");
+    fail_cluster(cluster, "the stored spec no longer parses: " + parsed.error().message);
     return;
   }
-  auto layout = spec::make_layout(parsed->spec, parsed->params, cluster.index);
+  const auto& layout = parsed->layout;
   if (auto s = provider_.prepare_cluster(cluster.id); !s) {
     log::error("{}: {}", cluster.name, s.error().message);
     return;
@@ -304,7 +291,7 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
   std::string conf = slurm::render_slurm_conf(layout);
   std::string hosts = slurm::render_hosts(layout);
   auto key = fs::read_file(config_.secrets_dir() / cluster.id / "munge.key");
-  auto parsed = parse(cluster);
+  auto parsed = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index);
   for (const auto& r : rows) {
     if (r.status != "Pending") continue;
     if (provider_.running(cluster.id, r.instance_id)) {

@@ -72,4 +72,14 @@ ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters&
   return layout;
 }
 
+Result<ClusterModel> load_cluster_model(const json& spec_json, const json& provisioning_json,
+                                        int cluster_index) {
+  auto spec = parse_cluster_spec(spec_json);
+  if (!spec) return spec.error();
+  auto params = parse_provisioning(provisioning_json, *spec);
+  if (!params) return params.error();
+  auto layout = make_layout(*spec, *params, cluster_index);
+  return ClusterModel{std::move(*spec), std::move(*params), std::move(layout)};
+}
+
 }  // namespace endure::spec

@@ -59,4 +59,15 @@ std::string node_name(const std::string& group, int slot);
 ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters& params,
                           int cluster_index);
 
+// A stored cluster, read back: its spec, its roles and its layout.
+struct ClusterModel {
+  ClusterSpec spec;
+  ProvisioningParameters params;
+  ClusterLayout layout;
+};
+
+// Parses a stored spec and provisioning parameters again; they were valid when stored.
+Result<ClusterModel> load_cluster_model(const json& spec_json, const json& provisioning_json,
+                                        int cluster_index);
+
 }  // namespace endure::spec
