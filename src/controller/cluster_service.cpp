@@ -446,7 +446,6 @@ Result<json> ClusterService::handle_agent(const std::string& action, const std::
   }
   std::string status = request.value("Status", "");
   if (status != "InProgress" && status != "Succeeded" && status != "Failed") {
-    // (InProgress of a rebooting node is taken too: see below)
     return validation("Status: must be one of InProgress, Succeeded, Failed");
   }
   bool changed = false;
