@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <vector>
 
 #include "common/fs.h"
 #include "provider/local/local_provider.h"
+
+extern char** environ;
 
 namespace endure::agent {
 namespace {
@@ -38,26 +41,35 @@ bool fsx_is_fuse() {
   return ::statfs("/fsx", &st) == 0 && st.f_type == kFuseSuperMagic;
 }
 
+// endure-fsx beside this binary, opened before the binds (one of them may hide the folder
+// it lives in, /tmp say); -1 when there is none.
+int open_fsx_server() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "endure-fsx";
+  if (ec) return -1;
+  return ::open(exe.c_str(), O_RDONLY | O_CLOEXEC);
+}
+
 // /fsx through this node's own endure-fsx, or a plain bind where the host has no FUSE.
-Status mount_fsx(const std::string& backing) {
+Status mount_fsx(const std::string& backing, int server_fd) {
   std::error_code ec;
   std::filesystem::create_directories("/fsx", ec);
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "endure-fsx";
-  if (ec || !std::filesystem::exists(exe) || !std::filesystem::exists("/dev/fuse")) {
+  if (server_fd < 0 || !std::filesystem::exists("/dev/fuse")) {
+    std::fprintf(stderr, "local boot: no endure-fsx or no /dev/fuse: /fsx is a plain bind\n");
     if (::mount(backing.c_str(), "/fsx", nullptr, MS_BIND | MS_REC, nullptr) != 0) {
       return sys_error("bind " + backing + " on /fsx");
     }
     return {};
   }
-  std::string exe_path = exe.string();
-  const char* argv[] = {exe_path.c_str(), backing.c_str(), "/fsx", "--pid-file",
-                        kFsxPidFile,      nullptr};
+  const char* argv[] = {"endure-fsx", backing.c_str(), "/fsx", "--pid-file", kFsxPidFile,
+                        nullptr};
   pid_t pid = ::fork();
   if (pid == 0) {
     ::setsid();
-    ::execv(argv[0], const_cast<char* const*>(argv));
+    ::fexecve(server_fd, const_cast<char* const*>(argv), environ);
     ::_exit(127);
   }
+  ::close(server_fd);
   if (pid < 0) return sys_error("fork endure-fsx");
   for (int i = 0; i < 100; ++i) {
     if (fsx_is_fuse()) return {};
@@ -87,6 +99,7 @@ Status local_boot(const std::string& boot_json_path) {
   if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
     return sys_error("make / private");
   }
+  int fsx_server = boot->fsx_backing.empty() ? -1 : open_fsx_server();
   // Open every source before mounting anything: a bind (of /tmp, say) may hide the
   // host path of a later source.
   std::vector<int> sources;
@@ -113,7 +126,7 @@ Status local_boot(const std::string& boot_json_path) {
     return sys_error("mount /proc");
   }
   if (!boot->fsx_backing.empty()) {
-    if (auto s = mount_fsx(boot->fsx_backing); !s) return s;
+    if (auto s = mount_fsx(boot->fsx_backing, fsx_server); !s) return s;
   }
   if (::sethostname(boot->hostname.c_str(), boot->hostname.size()) != 0) {
     return sys_error("sethostname " + boot->hostname);

@@ -263,7 +263,6 @@ Result<json> ClusterService::describe_cluster_node(const json& request) {
   auto model = load_model(*cluster);
   if (!model) return model.error();
   const spec::ClusterSpec* spec = &model->spec;
-  const spec::ProvisioningParameters* params = &model->params;
   const spec::ClusterLayout& layout = model->layout;
   json details = node_summary(*node, *spec);
   if (const auto* g = spec->find_group(node->group)) {
@@ -485,8 +484,6 @@ Result<json> ClusterService::batch_recover(const json& request, RecoveryAction a
   }
   auto model = load_model(*cluster);
   if (!model) return model.error();
-  const spec::ClusterSpec* spec = &model->spec;
-  const spec::ProvisioningParameters* params = &model->params;
   const spec::ClusterLayout& layout = model->layout;
   json successful = json::array(), failed = json::array();
   std::string verb = action == RecoveryAction::kReboot ? "BatchRebootClusterNodes"
@@ -511,8 +508,6 @@ Result<json> ClusterService::start_health_check(const json& request) {
   }
   auto model = load_model(*cluster);
   if (!model) return model.error();
-  const spec::ClusterSpec* spec = &model->spec;
-  const spec::ProvisioningParameters* params = &model->params;
   const spec::ClusterLayout& layout = model->layout;
   auto rows = store_.instances(cluster->id, true);
   std::vector<store::InstanceRow> chosen;
