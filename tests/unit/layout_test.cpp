@@ -13,63 +13,14 @@
 
 #include "spec/cluster_spec.h"
 #include "spec/provisioning.h"
+#include "support/cluster_layouts.h"
 
 namespace endure::spec {
 namespace {
 
-struct Group {
-  std::string name;
-  std::string type;
-  int count;
-  int threads_per_core = 1;
-};
-
-struct Worker {
-  std::string group;
-  std::string partition;
-};
-
-struct Built {
-  ClusterSpec spec;
-  ProvisioningParameters params;
-};
-
-Built build(const std::vector<Group>& groups, const std::vector<Worker>& workers,
-            const std::string& login = "") {
-  json request = {{"ClusterName", "ml"}, {"InstanceGroups", json::array()}};
-  for (const Group& g : groups) {
-    request["InstanceGroups"].push_back(
-        {{"InstanceGroupName", g.name},
-         {"InstanceType", g.type},
-         {"InstanceCount", g.count},
-         {"LifeCycleConfig", {{"SourceS3Uri", "/lc"}, {"OnCreate", "on_create.sh"}}},
-         {"ThreadsPerCore", g.threads_per_core}});
-  }
-  Built out;
-  Result<ClusterSpec> spec = parse_cluster_spec(request);
-  EXPECT_TRUE(spec.ok()) << spec.error().message;
-  if (!spec.ok()) return out;
-  out.spec = *spec;
-  json params = {{"version", "1.0.0"},
-                 {"workload_manager", "slurm"},
-                 {"controller_group", "controller"},
-                 {"worker_groups", json::array()}};
-  if (!login.empty()) params["login_group"] = login;
-  for (const Worker& w : workers) {
-    params["worker_groups"].push_back(
-        {{"instance_group_name", w.group}, {"partition_name", w.partition}});
-  }
-  Result<ProvisioningParameters> prov = parse_provisioning(params, out.spec);
-  EXPECT_TRUE(prov.ok()) << prov.error().message;
-  if (prov.ok()) out.params = *prov;
-  return out;
-}
-
-ClusterLayout layout_of(const std::vector<Group>& groups, const std::vector<Worker>& workers,
-                        int cluster_index, const std::string& login = "") {
-  Built b = build(groups, workers, login);
-  return make_layout(b.spec, b.params, cluster_index);
-}
+using test::Group;
+using test::layout_of;
+using test::Worker;
 
 // controller x1, login x1, worker-a (c2) x worker_a_count, worker-b (c4, 2 threads) x3.
 ClusterLayout standard(int cluster_index, int worker_a_count = 2) {

@@ -13,51 +13,14 @@
 #include "spec/cluster_spec.h"
 #include "spec/layout.h"
 #include "spec/provisioning.h"
+#include "support/cluster_layouts.h"
 
 namespace endure::slurm {
 namespace {
 
-struct Group {
-  std::string name;
-  std::string type;
-  int count;
-  int threads_per_core = 1;
-};
-
-struct Worker {
-  std::string group;
-  std::string partition;
-};
-
-spec::ClusterLayout layout_of(const std::vector<Group>& groups, const std::vector<Worker>& workers,
-                              int cluster_index = 1, const std::string& login = "",
-                              const std::string& name = "ml") {
-  json request = {{"ClusterName", name}, {"InstanceGroups", json::array()}};
-  for (const Group& g : groups) {
-    request["InstanceGroups"].push_back(
-        {{"InstanceGroupName", g.name},
-         {"InstanceType", g.type},
-         {"InstanceCount", g.count},
-         {"LifeCycleConfig", {{"SourceS3Uri", "/lc"}, {"OnCreate", "on_create.sh"}}},
-         {"ThreadsPerCore", g.threads_per_core}});
-  }
-  Result<spec::ClusterSpec> spec = spec::parse_cluster_spec(request);
-  EXPECT_TRUE(spec.ok()) << spec.error().message;
-  if (!spec.ok()) return {};
-  json params = {{"version", "1.0.0"},
-                 {"workload_manager", "slurm"},
-                 {"controller_group", "controller"},
-                 {"worker_groups", json::array()}};
-  if (!login.empty()) params["login_group"] = login;
-  for (const Worker& w : workers) {
-    params["worker_groups"].push_back(
-        {{"instance_group_name", w.group}, {"partition_name", w.partition}});
-  }
-  Result<spec::ProvisioningParameters> prov = spec::parse_provisioning(params, *spec);
-  EXPECT_TRUE(prov.ok()) << prov.error().message;
-  if (!prov.ok()) return {};
-  return spec::make_layout(*spec, *prov, cluster_index);
-}
+using test::Group;
+using test::layout_of;
+using test::Worker;
 
 // controller (c1 x1), login (c1 x1), worker-a (c2 x2, partition dev),
 // worker-b (c4 x3, ThreadsPerCore 2, partition batch).
