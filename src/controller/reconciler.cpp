@@ -146,7 +146,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   }
   remove_extra_instances(cluster, layout);
   if (!fill_slots(cluster, layout)) return;
-  launch_pending(cluster, layout);
+  launch_pending(cluster, *parsed);
   push_slurm_conf(cluster, layout);
 
   // One look at Slurm per pass, shared by what follows.
@@ -286,12 +286,18 @@ bool Reconciler::fill_slots(const store::ClusterRow& cluster, const spec::Cluste
 }
 
 void Reconciler::launch_pending(const store::ClusterRow& cluster,
-                                const spec::ClusterLayout& layout) {
+                                const spec::ClusterModel& model) {
+  const auto& layout = model.layout;
   auto rows = store_.instances(cluster.id, true);
-  std::string conf = slurm::render_slurm_conf(layout);
-  std::string hosts = slurm::render_hosts(layout);
-  auto key = fs::read_file(config_.secrets_dir() / cluster.id / "munge.key");
-  auto parsed = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index);
+  // What every new node gets, made only when a pass launches one.
+  std::string conf, hosts;
+  std::optional<Result<std::string>> key;
+  auto prepare_files = [&] {
+    if (key) return;
+    conf = slurm::render_slurm_conf(layout);
+    hosts = slurm::render_hosts(layout);
+    key = fs::read_file(config_.secrets_dir() / cluster.id / "munge.key");
+  };
   for (const auto& r : rows) {
     if (r.status != "Pending") continue;
     if (provider_.running(cluster.id, r.instance_id)) {
@@ -313,8 +319,9 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
       continue;
     }
     const auto* slot = layout.find(r.node_name);
-    const auto* group = parsed ? parsed->spec.find_group(r.group) : nullptr;
-    if (!slot || !group || !key) continue;
+    const auto* group = model.spec.find_group(r.group);
+    prepare_files();
+    if (!slot || !group || !*key) continue;
     auto source = provider_.resolve_lifecycle_source("LifeCycleConfig", group->lifecycle.source_uri,
                                                      group->lifecycle.on_create);
     if (!source) {
@@ -351,7 +358,7 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
         {agent::kProvisioningPath, cluster.provisioning.dump(2)},
     };
     request.secret_files = {{agent::kAgentConfigPath, agent_config.to_json().dump(2)},
-                            {agent::kMungeKeyPath, *key}};
+                            {agent::kMungeKeyPath, **key}};
     // A fresh boot: nothing of an earlier, unrecorded attempt may survive.
     provider_.destroy(cluster.id, r.instance_id);
     crash_point("launch.before");

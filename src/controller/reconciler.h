@@ -37,7 +37,7 @@ class Reconciler {
   void remove_extra_instances(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
   // Gives every slot of the layout a live instance row; false when the cluster failed.
   bool fill_slots(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
-  void launch_pending(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
+  void launch_pending(const store::ClusterRow& cluster, const spec::ClusterModel& model);
   void push_slurm_conf(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
   void advance_pending(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
                        const SlurmView& slurm);
