@@ -14,6 +14,9 @@ inline constexpr const char* kLifecycleLog = "/opt/endure/lifecycle.log";
 inline constexpr const char* kLifecycleResult = "/opt/endure/lifecycle.json";
 inline constexpr const char* kResourceConfigPath = "/opt/endure/config/resource_config.json";
 inline constexpr const char* kProvisioningPath = "/opt/endure/config/provisioning_parameters.json";
+// Where srun's auto-resume supervisor finds endured: {Endpoint, ClusterName, Token,
+// MaxResumes}. Readable by every user; its token allows only the AutoResume* calls.
+inline constexpr const char* kAutoResumeConfigPath = "/opt/endure/config/auto_resume.json";
 inline constexpr const char* kMungeKeyPath = "/opt/endure/config/munge.key";
 // Scripts run at every boot after the first (what `systemctl enable` is on a real
 // machine): lifecycle scripts put the daemons a node needs here.

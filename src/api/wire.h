@@ -44,6 +44,14 @@ inline constexpr const char* kAgentReportLifecycle = "AgentReportLifecycle";
 inline constexpr const char* kAgentHeartbeat = "AgentHeartbeat";
 inline constexpr const char* kInstanceIdHeader = "X-Endure-Instance-Id";
 
+// srun's auto-resume supervisor (src/autoresume/), authenticated with the cluster's
+// auto-resume token (from the node's /opt/endure/config/auto_resume.json) or the operator's.
+// {ClusterName, JobId, Nodes[], StepStartTime, FailedAt, Resumes}
+//   -> {Decision: Fault|Healthy|Pending, Reason, FaultyNodes, Resume, ResumeCount, MaxResumes}
+inline constexpr const char* kAutoResumeStepFailed = "AutoResumeStepFailed";
+// {ClusterName, JobId} -> {State: None|Waiting|Ready|Failed, ResumeCount, Reason, Message}
+inline constexpr const char* kAutoResumeStatus = "AutoResumeStatus";
+
 // Error codes (the reply's "__type").
 inline constexpr const char* kValidationException = "ValidationException";
 inline constexpr const char* kResourceNotFound = "ResourceNotFound";

@@ -17,6 +17,9 @@ std::string new_cluster_id();
 // A bearer token: 48 hex digits.
 std::string new_token();
 
+// Compares two secrets in time independent of where they differ.
+bool same_secret(const std::string& a, const std::string& b);
+
 // Current time as seconds since the epoch with millisecond precision.
 double now_seconds();
 

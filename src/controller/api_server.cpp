@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "api/wire.h"
+#include "common/ids.h"
 #include "common/log.h"
 
 namespace endure::controller {
@@ -14,14 +15,6 @@ int http_status(const std::string& code) {
   if (code == api::kResourceNotFound) return 404;
   if (code == api::kResourceInUse || code == api::kConflictException) return 409;
   return 500;
-}
-
-// Compares in time independent of where the strings differ.
-bool same_secret(const std::string& a, const std::string& b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
 }
 
 std::string bearer(const httplib::Request& req) {
@@ -50,9 +43,11 @@ Status ApiServer::start(int port) {
   server_->Post(R"(/v1/([A-Za-z]+))", [this](const httplib::Request& req, httplib::Response& res) {
     std::string action = req.matches[1];
     bool agent_call = action.rfind("Agent", 0) == 0;
+    bool auto_resume_call = action.rfind("AutoResume", 0) == 0;
     std::string token = bearer(req);
     // Authentication comes before parsing: a caller without a token learns nothing.
-    if (!agent_call && !same_secret(token, token_)) {
+    bool operator_ok = ids::same_secret(token, token_);
+    if (!agent_call && !auto_resume_call && !operator_ok) {
       return reply_error(res, make_error(api::kUnauthorized, "missing or invalid token"));
     }
     json request = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
@@ -61,8 +56,10 @@ Status ApiServer::start(int port) {
     }
     std::string instance_id = req.get_header_value(api::kInstanceIdHeader);
     if (instance_id.empty() && request.is_object()) instance_id = request.value("InstanceId", "");
-    Result<json> result = agent_call ? service_.handle_agent(action, instance_id, token, request)
-                                     : service_.handle(action, request);
+    Result<json> result =
+        agent_call         ? service_.handle_agent(action, instance_id, token, request)
+        : auto_resume_call ? service_.handle_auto_resume(action, token, operator_ok, request)
+                           : service_.handle(action, request);
     if (!result) {
       if (!agent_call) log::info("{}: {}: {}", action, result.error().code, result.error().message);
       return reply_error(res, result.error());

@@ -60,12 +60,14 @@ std::string cluster_arn(const std::string& cluster_id) {
 
 ClusterService::ClusterService(store::Store& store, provider::NodeProvider& provider,
                                const Config& config, HealthMonitor& health,
-                               RecoveryManager& recovery, std::function<void()> wake_reconciler)
+                               RecoveryManager& recovery, AutoResumeManager& auto_resume,
+                               std::function<void()> wake_reconciler)
     : store_(store),
       provider_(provider),
       config_(config),
       health_(health),
       recovery_(recovery),
+      auto_resume_(auto_resume),
       wake_(std::move(wake_reconciler)) {}
 
 Result<json> ClusterService::handle(const std::string& action, const json& request) {
@@ -402,6 +404,28 @@ Result<json> ClusterService::get_node_exec_target(const json& request) {
                                                    node->instance_id + ") is not running");
   }
   return json{{"NodeName", node->node_name}, {"InstanceId", node->instance_id}, {"Pid", pid}};
+}
+
+Result<json> ClusterService::handle_auto_resume(const std::string& action,
+                                                const std::string& token, bool operator_ok,
+                                                const json& request) {
+  if (!request.is_object()) return validation("request: must be a JSON object");
+  auto cluster = find_cluster(request);
+  // One answer for "no such cluster" and "wrong token" to a caller without the operator's.
+  if (!operator_ok) {
+    auto expected = cluster ? store_.auto_resume_token(cluster->id) : Result<std::string>("");
+    if (!cluster || !expected || expected->empty() || !ids::same_secret(token, *expected)) {
+      return make_error(api::kUnauthorized, "not a valid auto-resume token for this cluster");
+    }
+  }
+  if (!cluster) return cluster.error();
+  if (action == api::kAutoResumeStepFailed) {
+    auto reply = auto_resume_.step_failed(*cluster, request);
+    if (reply && reply->value("Resume", false)) wake_();
+    return reply;
+  }
+  if (action == api::kAutoResumeStatus) return auto_resume_.status(*cluster, request);
+  return make_error("UnknownOperation", "no auto-resume action named " + action);
 }
 
 Result<json> ClusterService::handle_agent(const std::string& action, const std::string& instance_id,

@@ -11,6 +11,7 @@
 #include "common/result.h"
 #include "controller/config.h"
 #include "controller/health_monitor.h"
+#include "controller/auto_resume_manager.h"
 #include "controller/recovery_manager.h"
 #include "provider/node_provider.h"
 #include "store/store.h"
@@ -20,7 +21,7 @@ namespace endure::controller {
 class ClusterService {
  public:
   ClusterService(store::Store& store, provider::NodeProvider& provider, const Config& config,
-                 HealthMonitor& health, RecoveryManager& recovery,
+                 HealthMonitor& health, RecoveryManager& recovery, AutoResumeManager& auto_resume,
                  std::function<void()> wake_reconciler);
 
   // An operator action by its API name (api::kCreateCluster, ...).
@@ -29,6 +30,11 @@ class ClusterService {
   // An agent action; the token must be the join token of instance_id.
   Result<json> handle_agent(const std::string& action, const std::string& instance_id,
                             const std::string& token, const json& request);
+
+  // An auto-resume action (srun's supervisor); the token must be the cluster's auto-resume
+  // token unless operator_ok.
+  Result<json> handle_auto_resume(const std::string& action, const std::string& token,
+                                  bool operator_ok, const json& request);
 
  private:
   Result<json> create_cluster(const json& request);
@@ -58,6 +64,7 @@ class ClusterService {
   const Config& config_;
   HealthMonitor& health_;
   RecoveryManager& recovery_;
+  AutoResumeManager& auto_resume_;
   std::function<void()> wake_;
 };
 

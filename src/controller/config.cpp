@@ -24,17 +24,24 @@ Status Config::apply_json(const json& j) {
        : key == "HeartbeatSeconds" ? heartbeat_seconds
                                    : heartbeat_timeout_seconds) = value.get<double>();
     } else if (key == "LifecycleTimeoutSeconds" || key == "SlurmRegisterTimeoutSeconds" ||
-               key == "RebootTimeoutSeconds") {
+               key == "RebootTimeoutSeconds" || key == "AutoResumeTimeoutSeconds") {
       if (!value.is_number_integer() || value.get<int>() < 1) {
         return bad("must be a positive integer");
       }
       (key == "LifecycleTimeoutSeconds"       ? lifecycle_timeout_seconds
        : key == "SlurmRegisterTimeoutSeconds" ? slurm_register_timeout_seconds
-                                              : reboot_timeout_seconds) = value.get<int>();
+       : key == "RebootTimeoutSeconds"        ? reboot_timeout_seconds
+                                              : auto_resume_timeout_seconds) = value.get<int>();
+    } else if (key == "AutoResumeMaxResumes") {
+      if (!value.is_number_integer() || value.get<int>() < 0 || value.get<int>() > 100) {
+        return bad("must be an integer from 0 to 100");
+      }
+      auto_resume_max_resumes = value.get<int>();
     } else {
       return bad("is not a known setting (Port, ReconcileSeconds, HeartbeatSeconds, "
                  "HeartbeatTimeoutSeconds, LifecycleTimeoutSeconds, "
-                 "SlurmRegisterTimeoutSeconds, RebootTimeoutSeconds)");
+                 "SlurmRegisterTimeoutSeconds, RebootTimeoutSeconds, "
+                 "AutoResumeMaxResumes, AutoResumeTimeoutSeconds)");
     }
   }
   return {};

@@ -29,6 +29,14 @@ struct Config {
   int reboot_timeout_seconds = 120;
   // A deep health check whose node has not reported after this long has failed.
   int deep_check_timeout_seconds = 180;
+  // Agents run their continuous health checks this often (a fault shows in a heartbeat
+  // at most this long after it happened).
+  double health_check_seconds = 2.0;
+  // Auto-resume: re-runs of a job's steps granted at most (srun --auto-resume=1).
+  int auto_resume_max_resumes = 3;
+  // Auto-resume: a job whose faulty nodes are not back in service after this long is not
+  // resumed (its srun exits with the step's status).
+  int auto_resume_timeout_seconds = 900;
   // Folder of the endure-agent binary (default: beside endured).
   std::filesystem::path bin_dir;
 

@@ -96,8 +96,13 @@ int main(int argc, char** argv) {
   provider::LocalProvider provider(config.clusters_dir(), agent_path);
   controller::HealthMonitor health(config.heartbeat_timeout_seconds, ids::now_seconds);
   controller::RecoveryManager recovery(**store, provider, config, health);
-  controller::Reconciler reconciler(**store, provider, config, health, recovery);
-  controller::ClusterService service(**store, provider, config, health, recovery,
+  controller::AutoResumeManager auto_resume(**store, config, health);
+  recovery.set_node_lost_hook([&](const store::ClusterRow& cluster, const std::string& node,
+                                  const std::string& reason, const controller::SlurmView& slurm) {
+    auto_resume.node_lost(cluster, node, reason, slurm);
+  });
+  controller::Reconciler reconciler(**store, provider, config, health, recovery, auto_resume);
+  controller::ClusterService service(**store, provider, config, health, recovery, auto_resume,
                                      [&] { reconciler.wake(); });
   controller::ApiServer server(service, *token);
 

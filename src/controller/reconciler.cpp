@@ -74,8 +74,14 @@ json resource_config(const store::ClusterRow& cluster, const spec::ClusterLayout
 }  // namespace
 
 Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
-                       HealthMonitor& health, RecoveryManager& recovery)
-    : store_(store), provider_(provider), config_(config), health_(health), recovery_(recovery) {}
+                       HealthMonitor& health, RecoveryManager& recovery,
+                       AutoResumeManager& auto_resume)
+    : store_(store),
+      provider_(provider),
+      config_(config),
+      health_(health),
+      recovery_(recovery),
+      auto_resume_(auto_resume) {}
 
 Reconciler::~Reconciler() { stop(); }
 
@@ -170,6 +176,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   advance_pending(cluster, layout, view);
   // A replacement leaves its slot empty: fill it in the next pass, not a period later.
   if (recovery_.reconcile(cluster, parsed->spec, layout, view)) wake();
+  auto_resume_.reconcile(cluster, view);
   update_cluster_status(cluster, layout);
 }
 
@@ -340,10 +347,21 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
     agent_config.on_create = group->lifecycle.on_create;
     agent_config.lifecycle_timeout_seconds = config_.lifecycle_timeout_seconds;
     agent_config.heartbeat_seconds = config_.heartbeat_seconds;
+    agent_config.health_check_seconds = config_.health_check_seconds;
     agent_config.cpus = slot->type.cpus;
     agent_config.memory_mib = slot->type.memory_mib;
     agent_config.gpus = slot->type.gpus;
 
+    auto auto_resume_token = store_.auto_resume_token(cluster.id);
+    if (!auto_resume_token) {
+      log::error("{}: {}", cluster.name, auto_resume_token.error().message);
+      continue;
+    }
+    // Readable by every user of the node: the token allows only the AutoResume* calls.
+    json auto_resume_config = {{"Endpoint", config_.endpoint()},
+                               {"ClusterName", cluster.name},
+                               {"Token", *auto_resume_token},
+                               {"MaxResumes", config_.auto_resume_max_resumes}};
     provider::LaunchRequest request;
     request.cluster_id = cluster.id;
     request.instance_id = r.instance_id;
@@ -353,6 +371,8 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
     request.files = {
         {"/etc/slurm/slurm.conf", conf},
         {"/etc/slurm/plugstack.conf", "include /etc/slurm/plugstack.conf.d/*.conf\n"},
+        {"/etc/slurm/cli_filter.lua", slurm::render_cli_filter()},
+        {agent::kAutoResumeConfigPath, auto_resume_config.dump(2)},
         {"/etc/hosts", hosts},
         {agent::kResourceConfigPath, resource_config(cluster, layout, rows).dump(2)},
         {agent::kProvisioningPath, cluster.provisioning.dump(2)},

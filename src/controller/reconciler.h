@@ -9,6 +9,7 @@
 
 #include "controller/config.h"
 #include "controller/health_monitor.h"
+#include "controller/auto_resume_manager.h"
 #include "controller/recovery_manager.h"
 #include "provider/node_provider.h"
 #include "spec/layout.h"
@@ -19,7 +20,7 @@ namespace endure::controller {
 class Reconciler {
  public:
   Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
-             HealthMonitor& health, RecoveryManager& recovery);
+             HealthMonitor& health, RecoveryManager& recovery, AutoResumeManager& auto_resume);
   ~Reconciler();
 
   void start();
@@ -58,6 +59,7 @@ class Reconciler {
   const Config& config_;
   HealthMonitor& health_;
   RecoveryManager& recovery_;
+  AutoResumeManager& auto_resume_;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;

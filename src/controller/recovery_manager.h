@@ -4,6 +4,7 @@
 // killed in the middle resumes the same recovery.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -34,6 +35,12 @@ class RecoveryManager {
   bool reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
                  const spec::ClusterLayout& layout, const SlurmView& slurm);
 
+  // Called right after a worker is taken out of Slurm for a fault (auto-resume requeues
+  // the jobs whose batch host it was).
+  using NodeLostHook = std::function<void(const store::ClusterRow&, const std::string& node,
+                                          const std::string& reason, const SlurmView&)>;
+  void set_node_lost_hook(NodeLostHook hook) { node_lost_ = std::move(hook); }
+
   // Operator requests (BatchRebootClusterNodes / BatchReplaceClusterNodes): marks the
   // instance for recovery, or says why not (InstanceIdNotFound, InvalidInstanceStatus).
   Status request(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
@@ -54,6 +61,7 @@ class RecoveryManager {
   provider::NodeProvider& provider_;
   const Config& config_;
   HealthMonitor& health_;
+  NodeLostHook node_lost_;
 };
 
 }  // namespace endure::controller

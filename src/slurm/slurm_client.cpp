@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "common/json.h"
+#include "slurm/hostlist.h"
 
 namespace endure::slurm {
 namespace {
@@ -127,6 +128,95 @@ Status SlurmClient::restart_controller() const {
     std::this_thread::sleep_for(200ms);
   }
   return make_error("SlurmError", "slurmctld did not answer within 20 s of its restart");
+}
+
+Result<std::vector<JobState>> SlurmClient::jobs() const {
+  auto out = run_({"squeue", "--json"}, 15s);
+  if (out.exit_code != 0) return command_error("squeue --json", out);
+  auto doc = json::parse(out.out, nullptr, false);
+  if (!doc.is_object() || !doc.contains("jobs")) {
+    return make_error("SlurmError", "squeue --json: unexpected output");
+  }
+  std::vector<JobState> jobs;
+  for (const auto& j : doc["jobs"]) {
+    JobState job;
+    job.id = j.value("job_id", 0LL);
+    job.state = j.value("job_state", "");
+    job.batch_host = j.value("batch_host", "");
+    job.partition = j.value("partition", "");
+    job.user_id = j.value("user_id", 0);
+    job.requeue = j.value("requeue", false);
+    job.restart_count = j.value("restart_cnt", 0);
+    job.batch = j.value("batch_flag", false);
+    if (auto hosts = expand_hostlist(j.value("nodes", "")); hosts && !j.value("nodes", "").empty()) {
+      job.nodes = *hosts;
+    }
+    jobs.push_back(std::move(job));
+  }
+  return jobs;
+}
+
+Status SlurmClient::expand_job(const JobState& job, const std::vector<std::string>& nodes) const {
+  std::string id = std::to_string(job.id);
+  std::vector<std::string> salloc = {"salloc", "-N", std::to_string(nodes.size()), "-w",
+                                     join_hostlist(nodes), "--dependency=expand:" + id,
+                                     "--no-shell", "--immediate=10", "--job-name=expand-" + id,
+                                     "--uid=" + std::to_string(job.user_id)};
+  if (!job.partition.empty()) salloc.push_back("--partition=" + job.partition);
+  auto alloc = run_(salloc, 20s);
+  // salloc says "Granted job allocation N" on stderr.
+  const std::string granted = "Granted job allocation ";
+  std::string text = alloc.err + alloc.out;
+  size_t at = text.find(granted);
+  if (alloc.exit_code != 0 || at == std::string::npos) {
+    return command_error("salloc of " + join_hostlist(nodes) + " to expand job " + id, alloc);
+  }
+  std::string expander = std::to_string(std::atoll(text.c_str() + at + granted.size()));
+  auto give = run_({"scontrol", "update", "jobid=" + expander, "NumNodes=0"}, 15s);
+  if (give.exit_code != 0) {
+    run_({"scancel", expander}, 15s);
+    return command_error("scontrol update jobid=" + expander + " NumNodes=0", give);
+  }
+  // Without accounting, scontrol answers "the DB index is being set", retries after a
+  // fixed 5 s and fails again, although its first request has merged the nodes: it gets a
+  // second, then the job's node list is the judge.
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    run_({"scontrol", "update", "jobid=" + id, "NumNodes=ALL"}, 1s);
+    auto now = jobs();
+    if (now) {
+      for (const auto& j : *now) {
+        if (j.id != job.id) continue;
+        bool all = std::all_of(nodes.begin(), nodes.end(), [&](const std::string& n) {
+          return std::find(j.nodes.begin(), j.nodes.end(), n) != j.nodes.end();
+        });
+        if (all) return {};
+      }
+    }
+    std::this_thread::sleep_for(250ms);
+  }
+  run_({"scancel", expander}, 15s);
+  return make_error("SlurmError", "job " + id + " did not take " + join_hostlist(nodes) +
+                                      " from allocation " + expander);
+}
+
+Status SlurmClient::requeue_job(long long job_id) const {
+  auto out = run_({"scontrol", "requeue", std::to_string(job_id)}, 15s);
+  if (out.exit_code != 0) return command_error("scontrol requeue " + std::to_string(job_id), out);
+  return {};
+}
+
+Status SlurmClient::start_job_now(long long job_id) const {
+  auto out = run_({"scontrol", "update", "jobid=" + std::to_string(job_id), "StartTime=now"}, 15s);
+  if (out.exit_code != 0) {
+    return command_error("scontrol update StartTime=now " + std::to_string(job_id), out);
+  }
+  return {};
+}
+
+Status SlurmClient::cancel_job(long long job_id, const std::string& why) const {
+  auto out = run_({"scancel", "--full", std::to_string(job_id)}, 15s);
+  if (out.exit_code != 0) return command_error("scancel " + std::to_string(job_id) + " (" + why + ")", out);
+  return {};
 }
 
 }  // namespace endure::slurm

@@ -32,6 +32,19 @@ struct NodeState {
   bool busy() const { return state == "allocated" || state == "mixed"; }
 };
 
+// A job as `squeue --json` reports it.
+struct JobState {
+  long long id = 0;
+  std::string state;       // PENDING, RUNNING, COMPLETING, ...
+  std::string batch_host;  // where the batch script runs (empty for salloc/srun jobs)
+  std::vector<std::string> nodes;
+  std::string partition;
+  int user_id = 0;
+  bool requeue = false;  // may be requeued (sbatch --requeue, JobRequeue=1)
+  int restart_count = 0;
+  bool batch = false;
+};
+
 class SlurmClient {
  public:
   explicit SlurmClient(Runner runner) : run_(std::move(runner)) {}
@@ -55,6 +68,18 @@ class SlurmClient {
   Status create_maintenance_reservation(const std::string& name,
                                         const std::vector<std::string>& nodes) const;
   Status delete_reservation(const std::string& name) const;
+
+  // Every job slurmctld knows, from `squeue --json`.
+  Result<std::vector<JobState>> jobs() const;
+  // Grows a running job onto idle nodes, keeping its id (needs permit_job_expansion): an
+  // allocation of the nodes for the job's user that depends on it with expand:, then
+  // merged into it. Checks the job's node list afterwards, not Slurm's message.
+  Status expand_job(const JobState& job, const std::vector<std::string>& nodes) const;
+  // Requeues a batch job (it keeps its id) and makes it eligible at once, not after
+  // Slurm's two-minute requeue delay.
+  Status requeue_job(long long job_id) const;
+  Status start_job_now(long long job_id) const;
+  Status cancel_job(long long job_id, const std::string& why) const;
 
   // `scontrol reconfigure`: every daemon re-reads slurm.conf; running jobs go on.
   Status reconfigure() const;

@@ -25,6 +25,9 @@ std::string render_slurm_conf(const spec::ClusterLayout& layout) {
   line("SlurmctldLogFile=/var/log/slurm/slurmctld.log");
   line("SlurmdLogFile=/var/log/slurm/slurmd.log");
   line("PlugStackConfig=/etc/slurm/plugstack.conf");
+  line("# Jobs default to --no-kill (cli_filter.lua): a failed node shrinks the job and fails");
+  line("# only its running step, which srun --auto-resume=1 then re-runs in the same job.");
+  line("CliFilterPlugins=cli_filter/lua");
   line("# A node is a pid namespace, not a cgroup: jobs are tracked by process group.");
   line("ProctrackType=proctrack/linuxproc");
   line("# Auto-resume needs task/none (as the lifecycle-script samples note); cgroups cannot");
@@ -73,6 +76,29 @@ std::string render_slurm_conf(const spec::ClusterLayout& layout) {
     first = false;
   }
   return out;
+}
+
+std::string render_cli_filter() {
+  return R"lua(-- cli_filter.lua of an endure cluster, rendered by endured: do not edit.
+-- Batch jobs and allocations default to --no-kill. When one of their nodes fails, Slurm
+-- then shrinks the job to the nodes that survive and fails only the step that ran there,
+-- instead of ending the whole job; srun --auto-resume=1 re-runs that step in the same job
+-- once endured has replaced the node. A job can still ask for --no-kill=off.
+function slurm_cli_setup_defaults(options, early)
+  if options.type == "sbatch" or options.type == "salloc" then
+    options["no-kill"] = "set"
+  end
+  return slurm.SUCCESS
+end
+
+function slurm_cli_pre_submit(options, offset)
+  return slurm.SUCCESS
+end
+
+function slurm_cli_post_submit(offset, job_id, step_id)
+  return slurm.SUCCESS
+end
+)lua";
 }
 
 std::string render_hosts(const spec::ClusterLayout& layout) {

@@ -63,6 +63,23 @@ CREATE TABLE IF NOT EXISTS events (
   description TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS events_cluster ON events(cluster_id, id);
+CREATE TABLE IF NOT EXISTS auto_resumes (
+  cluster_id TEXT NOT NULL,
+  job_id INTEGER NOT NULL,
+  resumes INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL,
+  mode TEXT NOT NULL DEFAULT 'Expand',
+  reason TEXT NOT NULL DEFAULT '',
+  nodes TEXT NOT NULL DEFAULT '[]',
+  fault_time REAL NOT NULL DEFAULT 0,
+  ready_time REAL NOT NULL DEFAULT 0,
+  message TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY (cluster_id, job_id)
+);
+CREATE TABLE IF NOT EXISTS cluster_tokens (
+  cluster_id TEXT PRIMARY KEY,
+  auto_resume_token TEXT NOT NULL
+);
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
@@ -408,6 +425,75 @@ std::vector<EventRow> Store::events(const std::string& cluster_id, long long aft
     out.push_back(std::move(r));
   }
   return out;
+}
+
+namespace {
+
+constexpr const char* kAutoResumeCols =
+    "cluster_id, job_id, resumes, state, mode, reason, nodes, fault_time, ready_time, message";
+
+AutoResumeRow read_auto_resume(const Stmt& s) {
+  AutoResumeRow r;
+  r.cluster_id = s.text(0);
+  r.job_id = s.i64(1);
+  r.resumes = s.i32(2);
+  r.state = s.text(3);
+  r.mode = s.text(4);
+  r.reason = s.text(5);
+  r.nodes = json::parse(s.text(6), nullptr, false);
+  if (!r.nodes.is_array()) r.nodes = json::array();
+  r.fault_time = s.real(7);
+  r.ready_time = s.real(8);
+  r.message = s.text(9);
+  return r;
+}
+
+}  // namespace
+
+std::optional<AutoResumeRow> Store::auto_resume(const std::string& cluster_id, long long job_id) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kAutoResumeCols +
+                    " FROM auto_resumes WHERE cluster_id=? AND job_id=?";
+  Stmt s(db_, sql.c_str());
+  s.bind(cluster_id).bind(job_id);
+  if (s.step() != SQLITE_ROW) return std::nullopt;
+  return read_auto_resume(s);
+}
+
+Status Store::put_auto_resume(const AutoResumeRow& r) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("INSERT OR REPLACE INTO auto_resumes (") + kAutoResumeCols +
+                    ") VALUES (?,?,?,?,?,?,?,?,?,?)";
+  Stmt s(db_, sql.c_str());
+  s.bind(r.cluster_id).bind(r.job_id).bind(r.resumes).bind(r.state).bind(r.mode).bind(r.reason)
+      .bind(r.nodes.dump()).bind(r.fault_time).bind(r.ready_time).bind(r.message);
+  return s.run("store auto-resume of job " + std::to_string(r.job_id));
+}
+
+std::vector<AutoResumeRow> Store::auto_resumes(const std::string& cluster_id,
+                                               const std::string& state) {
+  std::lock_guard lock(mu_);
+  std::string sql = std::string("SELECT ") + kAutoResumeCols +
+                    " FROM auto_resumes WHERE cluster_id=? AND state=? ORDER BY job_id";
+  Stmt s(db_, sql.c_str());
+  s.bind(cluster_id).bind(state);
+  std::vector<AutoResumeRow> out;
+  while (s.step() == SQLITE_ROW) out.push_back(read_auto_resume(s));
+  return out;
+}
+
+Result<std::string> Store::auto_resume_token(const std::string& cluster_id) {
+  std::lock_guard lock(mu_);
+  {
+    Stmt s(db_, "SELECT auto_resume_token FROM cluster_tokens WHERE cluster_id=?");
+    s.bind(cluster_id);
+    if (s.step() == SQLITE_ROW) return s.text(0);
+  }
+  std::string token = ids::new_token();
+  Stmt s(db_, "INSERT INTO cluster_tokens (cluster_id, auto_resume_token) VALUES (?,?)");
+  s.bind(cluster_id).bind(token);
+  if (auto st = s.run("store the auto-resume token"); !st) return st.error();
+  return token;
 }
 
 }  // namespace endure::store

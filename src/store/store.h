@@ -74,6 +74,21 @@ struct EventRow {
   std::string description;
 };
 
+// Auto-resume of one Slurm job (see controller/auto_resume_manager.h): how often its steps
+// were re-run and the recovery that the next re-run waits for.
+struct AutoResumeRow {
+  std::string cluster_id;
+  long long job_id = 0;
+  int resumes = 0;             // re-runs granted so far (the bound counts these)
+  std::string state;           // Waiting, Ready, Failed
+  std::string mode;            // Expand (grow the job back) or Requeue (its batch host died)
+  std::string reason;          // the fault behind the last re-run
+  json nodes = json::array();  // the faulty nodes the job waits for
+  double fault_time = 0;       // when the step failed (or the batch host was lost)
+  double ready_time = 0;       // when the job was whole again
+  std::string message;         // why it is Failed, or what it waits for
+};
+
 class Store {
  public:
   // Opens (creating if needed) the database at path, in WAL mode with full fsync.
@@ -109,6 +124,14 @@ class Store {
   Result<long long> append_event(EventRow row);
   std::vector<EventRow> events(const std::string& cluster_id, long long after_id = 0,
                                int limit = 1000, const std::string& node_name = "");
+
+  std::optional<AutoResumeRow> auto_resume(const std::string& cluster_id, long long job_id);
+  Status put_auto_resume(const AutoResumeRow& row);  // insert or replace, by (cluster, job)
+  // A cluster's records in a state, oldest job first.
+  std::vector<AutoResumeRow> auto_resumes(const std::string& cluster_id, const std::string& state);
+  // The cluster's auto-resume credential (made at first use): it allows only the
+  // AutoResume* calls, so it may be readable by every user of the cluster's nodes.
+  Result<std::string> auto_resume_token(const std::string& cluster_id);
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}

@@ -18,6 +18,15 @@ case "${ENDURE_NODE_ROLE}" in
   login) echo "on_create: login node: munge only; slurm clients use /etc/slurm/slurm.conf" ;;
   *) echo "on_create: unknown role ${ENDURE_NODE_ROLE}" >&2; exit 1 ;;
 esac
+# srun --auto-resume=1 (endure's SPANK plugin), on every node that runs srun or slurmstepd.
+if [ -f /opt/endure/lib/auto_resume.so ]; then
+  echo "required /opt/endure/lib/auto_resume.so supervisor=/opt/endure/bin/endure-auto-resume" \
+    > /etc/slurm/plugstack.conf.d/auto_resume.conf
+  echo "on_create: srun --auto-resume enabled"
+else
+  echo "on_create: /opt/endure/lib/auto_resume.so missing: srun --auto-resume not available" >&2
+fi
+
 for script in "${ENDURE_BOOT_SCRIPTS_DIR}"/*; do
   bash "$script"
 done

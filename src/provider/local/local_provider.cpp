@@ -211,6 +211,13 @@ Result<int> LocalProvider::launch(const LaunchRequest& request) {
       {(cluster_dir(request.cluster_id) / "fsx").string(), "/opt/endure/fsx-backing", false});
   boot_config.fsx_backing = "/opt/endure/fsx-backing";
   boot_config.binds.push_back({(dir / "local").string(), "/local", false});
+  // endure's node software, as a machine image would hold it: the supervisor srun's
+  // auto-resume plugin starts (bin/) and the plugin itself (lib/).
+  auto software = agent_path_.parent_path();
+  boot_config.binds.push_back({software.string(), "/opt/endure/bin", false});
+  if (std::filesystem::exists(software.parent_path() / "lib")) {
+    boot_config.binds.push_back({(software.parent_path() / "lib").string(), "/opt/endure/lib", false});
+  }
   if (auto s = fs::atomic_write_file(dir / "boot.json", boot_config.to_json().dump(2)); !s) {
     return s.error();
   }

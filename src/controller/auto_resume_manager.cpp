@@ -1,0 +1,275 @@
+#include "controller/auto_resume_manager.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "api/wire.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "slurm/hostlist.h"
+
+namespace endure::controller {
+namespace {
+
+Error validation(const std::string& text) { return make_error(api::kValidationException, text); }
+
+bool job_ended(const std::string& state) {
+  return state != "PENDING" && state != "RUNNING" && state != "CONFIGURING" &&
+         state != "REQUEUED" && state != "REQUEUE_HOLD" && state != "REQUEUE_FED" &&
+         state != "COMPLETING" && state != "SUSPENDED" && state != "RESIZING";
+}
+
+}  // namespace
+
+json auto_resume_status_json(const std::optional<store::AutoResumeRow>& row, int max_resumes) {
+  if (!row) {
+    return {{"State", "None"}, {"ResumeCount", 0}, {"Reason", ""}, {"Message", ""},
+            {"MaxResumes", max_resumes}};
+  }
+  return {{"JobId", row->job_id},       {"State", row->state},   {"Mode", row->mode},
+          {"ResumeCount", row->resumes}, {"Reason", row->reason}, {"Message", row->message},
+          {"Nodes", row->nodes},        {"FaultTime", row->fault_time},
+          {"ReadyTime", row->ready_time}, {"MaxResumes", max_resumes}};
+}
+
+AutoResumeManager::AutoResumeManager(store::Store& store, const Config& config,
+                                     HealthMonitor& health)
+    : store_(store), config_(config), health_(health) {}
+
+void AutoResumeManager::event(const store::ClusterRow& cluster, const store::AutoResumeRow& row,
+                              const std::string& type, const std::string& text) {
+  std::string description = "job " + std::to_string(row.job_id) + ": " + text;
+  store_.append_event({0, cluster.id, 0, "Job", "", "", "", type, description});
+  log::info("{}: {}: {}", cluster.name, type, description);
+}
+
+StepNode AutoResumeManager::step_node(const store::ClusterRow& cluster, const std::string& name) {
+  StepNode n;
+  n.name = name;
+  for (const auto& row : store_.instances(cluster.id, true)) {
+    if (row.node_name != name) continue;
+    n.known = true;
+    n.status = row.status;
+    n.recovery = row.recovery;
+    n.launch_time = row.launch_time;
+    double age = health_.heartbeat_age(row.instance_id);
+    n.last_heartbeat = age < 0 ? 0 : ids::now_seconds() - age;
+  }
+  if (!n.known) return n;
+  // The node's events outlive its instances: a replaced node's verdict is among them.
+  for (const auto& ev : store_.events(cluster.id, 0, 100000, name)) {
+    if (ev.type == "NodeUnhealthy" || ev.type == "NodeRecoveryRequested") {
+      n.last_fault_time = ev.time;
+      n.last_fault = ev.description;
+    }
+  }
+  return n;
+}
+
+Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, const json& request) {
+  if (!request.contains("JobId") || !request["JobId"].is_number_integer() ||
+      request["JobId"].get<long long>() <= 0) {
+    return validation("JobId: must be a positive integer");
+  }
+  long long job_id = request["JobId"].get<long long>();
+  std::vector<std::string> names;
+  if (request.contains("Nodes") && request["Nodes"].is_array() && !request["Nodes"].empty()) {
+    for (const auto& n : request["Nodes"]) {
+      if (!n.is_string()) return validation("Nodes: must be an array of node names");
+      names.push_back(n.get<std::string>());
+    }
+  } else if (request.contains("NodeList") && request["NodeList"].is_string()) {
+    auto hosts = slurm::expand_hostlist(request["NodeList"].get<std::string>());
+    if (!hosts) return validation("NodeList: " + hosts.error().message);
+    names = *hosts;
+  } else {
+    return validation("Nodes: must be a non-empty array of node names (or NodeList a hostlist)");
+  }
+  for (const char* field : {"StepStartTime", "FailedAt"}) {
+    if (!request.contains(field) || !request[field].is_number()) {
+      return validation(std::string(field) + ": must be a time in seconds since the epoch");
+    }
+  }
+  int supervisor_resumes = request.value("Resumes", 0);
+  double step_start = request["StepStartTime"].get<double>();
+  double failed_at = request["FailedAt"].get<double>();
+
+  std::vector<StepNode> nodes;
+  for (const auto& name : names) nodes.push_back(step_node(cluster, name));
+  double settle = config_.health_check_seconds + config_.heartbeat_seconds + 0.5;
+  auto judgement = judge_step(nodes, step_start, failed_at, settle);
+  json reply = {{"Decision", decision_name(judgement.decision)},
+                {"Reason", judgement.reason},
+                {"FaultyNodes", judgement.faulty},
+                {"Resume", false},
+                {"MaxResumes", config_.auto_resume_max_resumes}};
+  auto row = store_.auto_resume(cluster.id, job_id);
+  reply["ResumeCount"] = row ? row->resumes : 0;
+  if (judgement.decision != StepDecision::kFault) return reply;
+
+  // The same failure asked twice (a retried call) gets the same answer.
+  if (row && row->resumes > supervisor_resumes && row->state != "Failed") {
+    reply["Resume"] = true;
+    reply["ResumeCount"] = row->resumes;
+    return reply;
+  }
+  store::AutoResumeRow r = row ? *row : store::AutoResumeRow{};
+  r.cluster_id = cluster.id;
+  r.job_id = job_id;
+  if (r.resumes >= config_.auto_resume_max_resumes) {
+    reply["Reason"] = judgement.reason + "; the job has used its " +
+                      std::to_string(config_.auto_resume_max_resumes) +
+                      " resumes (AutoResumeMaxResumes)";
+    r.state = "Failed";
+    r.message = "resume bound reached";
+    store_.put_auto_resume(r);
+    event(cluster, r, "AutoResumeExhausted", judgement.reason);
+    return reply;
+  }
+  r.resumes += 1;
+  r.state = "Waiting";
+  r.mode = "Expand";
+  r.reason = judgement.reason;
+  r.nodes = judgement.faulty;
+  r.fault_time = failed_at;
+  r.ready_time = 0;
+  r.message = "waiting for " + slurm::join_hostlist(judgement.faulty) + " to be back in service";
+  if (auto s = store_.put_auto_resume(r); !s) return s.error();
+  event(cluster, r, "AutoResumeRequested",
+        "step failed on a node fault (" + judgement.reason + "); resume " +
+            std::to_string(r.resumes) + " of " + std::to_string(config_.auto_resume_max_resumes));
+  reply["Resume"] = true;
+  reply["ResumeCount"] = r.resumes;
+  return reply;
+}
+
+Result<json> AutoResumeManager::status(const store::ClusterRow& cluster, const json& request) {
+  if (!request.contains("JobId") || !request["JobId"].is_number_integer() ||
+      request["JobId"].get<long long>() <= 0) {
+    return validation("JobId: must be a positive integer");
+  }
+  return auto_resume_status_json(store_.auto_resume(cluster.id, request["JobId"].get<long long>()),
+                                 config_.auto_resume_max_resumes);
+}
+
+void AutoResumeManager::node_lost(const store::ClusterRow& cluster, const std::string& node,
+                                  const std::string& reason, const SlurmView& slurm) {
+  if (!slurm.client) return;
+  auto jobs = slurm.client->jobs();
+  if (!jobs) {
+    log::warn("{}: {}", cluster.name, jobs.error().message);
+    return;
+  }
+  for (const auto& job : *jobs) {
+    if (!job.batch || job.batch_host != node || job_ended(job.state) || job.state == "PENDING") {
+      continue;
+    }
+    auto row = store_.auto_resume(cluster.id, job.id);
+    store::AutoResumeRow r = row ? *row : store::AutoResumeRow{};
+    r.cluster_id = cluster.id;
+    r.job_id = job.id;
+    if (!job.requeue || r.resumes >= config_.auto_resume_max_resumes) {
+      std::string why = !job.requeue ? "the job may not be requeued (--no-requeue)"
+                                     : "the job has used its resumes";
+      slurm.client->cancel_job(job.id, why);
+      r.state = "Failed";
+      r.message = "batch host " + node + " lost; " + why + ": cancelled";
+      store_.put_auto_resume(r);
+      event(cluster, r, "AutoResumeExhausted", r.message);
+      continue;
+    }
+    r.resumes += 1;
+    r.state = "Waiting";
+    r.mode = "Requeue";
+    r.reason = node + ": " + reason;
+    r.nodes = json::array({node});
+    r.fault_time = ids::now_seconds();
+    r.ready_time = 0;
+    r.message = "batch host " + node + " lost: requeued";
+    Status requeued = slurm.client->requeue_job(job.id);
+    for (int attempt = 0; !requeued && attempt < 10; ++attempt) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      requeued = slurm.client->requeue_job(job.id);
+    }
+    if (!requeued) {
+      log::warn("{}: {}", cluster.name, requeued.error().message);
+      r.message = "batch host " + node + " lost: requeue failed: " + requeued.error().message;
+    }
+    store_.put_auto_resume(r);
+    event(cluster, r, "AutoResumeRequested",
+          "batch host " + node + " lost (" + reason + "): job requeued; resume " +
+              std::to_string(r.resumes) + " of " + std::to_string(config_.auto_resume_max_resumes));
+  }
+}
+
+void AutoResumeManager::finish(const store::ClusterRow& cluster, store::AutoResumeRow row,
+                               const std::string& state, const std::string& message) {
+  row.state = state;
+  row.message = message;
+  if (state == "Ready") row.ready_time = ids::now_seconds();
+  store_.put_auto_resume(row);
+  event(cluster, row, state == "Ready" ? "AutoResumeReady" : "AutoResumeFailed",
+        state == "Ready" ? message + fmt::format(" ({:.1f} s after the failure)",
+                                                 row.ready_time - row.fault_time)
+                         : message);
+}
+
+void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmView& slurm) {
+  auto waiting = store_.auto_resumes(cluster.id, "Waiting");
+  if (waiting.empty() || !slurm.client) return;
+  auto jobs = slurm.client->jobs();
+  if (!jobs) {
+    log::warn("{}: {}", cluster.name, jobs.error().message);
+    return;
+  }
+  double now = ids::now_seconds();
+  for (auto& row : waiting) {
+    auto job = std::find_if(jobs->begin(), jobs->end(), [&](auto& j) { return j.id == row.job_id; });
+    if (job == jobs->end() || job_ended(job->state)) {
+      finish(cluster, row, "Failed",
+             "the job ended (" + (job == jobs->end() ? std::string("gone") : job->state) +
+                 ") before its nodes were back");
+      continue;
+    }
+    if (now - row.fault_time > config_.auto_resume_timeout_seconds) {
+      finish(cluster, row, "Failed",
+             "nodes not back in service within " +
+                 std::to_string(config_.auto_resume_timeout_seconds) + " s (AutoResumeTimeoutSeconds)");
+      continue;
+    }
+    if (row.mode == "Requeue") {
+      if (job->state == "RUNNING" && job->restart_count > 0) {
+        finish(cluster, row, "Ready", "requeued job runs again");
+      } else if (job->state == "PENDING") {
+        // Slurm holds a requeued job back for two minutes; there is no reason to wait.
+        slurm.client->start_job_now(job->id);
+      }
+      continue;
+    }
+    // Expand: every faulty node back in service and idle, then grow the job onto them.
+    std::vector<std::string> missing;
+    for (const auto& n : row.nodes) {
+      std::string name = n.get<std::string>();
+      if (std::find(job->nodes.begin(), job->nodes.end(), name) == job->nodes.end()) {
+        missing.push_back(name);
+      }
+    }
+    if (missing.empty()) {
+      finish(cluster, row, "Ready", "job holds " + slurm::join_hostlist(row.nodes) + " again");
+      continue;
+    }
+    bool back = std::all_of(missing.begin(), missing.end(), [&](const std::string& name) {
+      auto it = slurm.nodes.find(name);
+      return it != slurm.nodes.end() && it->second.in_service() && it->second.state == "idle";
+    });
+    if (!back) continue;
+    if (auto s = slurm.client->expand_job(*job, missing); !s) {
+      log::warn("{}: expand job {}: {}", cluster.name, job->id, s.error().message);
+      continue;  // tried again next pass
+    }
+    finish(cluster, row, "Ready", "job grown back onto " + slurm::join_hostlist(missing));
+  }
+}
+
+}  // namespace endure::controller

@@ -1,0 +1,64 @@
+// Auto-resume, endured's side: srun's supervisor (src/autoresume/) asks whether a node
+// fault explains a failed step; when one does, the job is made whole again once the faulty
+// nodes are back in service, and the supervisor re-runs the step in the same job.
+//
+// Two ways back, both keeping the job id:
+// - Expand: a node that was not the batch host failed. Jobs run with --no-kill (the
+//   cluster's cli_filter makes it the default), so Slurm shrank the job to the surviving
+//   nodes and only the step failed; the job is grown back onto the replacement
+//   (permit_job_expansion) and the supervisor, alive on the batch host, runs the step again.
+// - Requeue: the batch host itself failed, and the batch script (and the supervisor) died
+//   with it. The job is requeued at once and made eligible without Slurm's two-minute
+//   delay; the batch script runs again, and its supervisor starts from the job's count.
+// Every record is in the store, so a controller restart resumes the same work.
+#pragma once
+
+#include <string>
+
+#include "common/json.h"
+#include "common/result.h"
+#include "controller/auto_resume_policy.h"
+#include "controller/config.h"
+#include "controller/health_monitor.h"
+#include "controller/recovery_manager.h"
+#include "spec/layout.h"
+#include "store/store.h"
+
+namespace endure::controller {
+
+class AutoResumeManager {
+ public:
+  AutoResumeManager(store::Store& store, const Config& config, HealthMonitor& health);
+
+  // AutoResumeStepFailed: {JobId, Nodes[], StepStartTime, FailedAt, Resumes} ->
+  // {Decision, Reason, FaultyNodes, Resume, ResumeCount, MaxResumes}. Resume is true when
+  // a re-run is granted (then wait for AutoResumeStatus to say Ready).
+  Result<json> step_failed(const store::ClusterRow& cluster, const json& request);
+  // AutoResumeStatus: {JobId} -> {State, ResumeCount, Reason, Message, MaxResumes}; State
+  // None when the job never failed.
+  Result<json> status(const store::ClusterRow& cluster, const json& request);
+
+  // Called as a node is taken out of Slurm for a fault: batch jobs whose batch host it was
+  // are requeued (or cancelled once their bound is spent: nothing is left to run them).
+  void node_lost(const store::ClusterRow& cluster, const std::string& node,
+                 const std::string& reason, const SlurmView& slurm);
+
+  // Each pass: grows or starts the jobs whose nodes are back; gives up on the overdue.
+  void reconcile(const store::ClusterRow& cluster, const SlurmView& slurm);
+
+ private:
+  StepNode step_node(const store::ClusterRow& cluster, const std::string& name);
+  void event(const store::ClusterRow& cluster, const store::AutoResumeRow& row,
+             const std::string& type, const std::string& text);
+  void finish(const store::ClusterRow& cluster, store::AutoResumeRow row, const std::string& state,
+              const std::string& message);
+
+  store::Store& store_;
+  const Config& config_;
+  HealthMonitor& health_;
+};
+
+// The reply of AutoResumeStatus for a record (or for none).
+json auto_resume_status_json(const std::optional<store::AutoResumeRow>& row, int max_resumes);
+
+}  // namespace endure::controller

@@ -1,0 +1,45 @@
+// Does a node fault explain a failed step? The decision srun's auto-resume supervisor asks
+// endured for, as a plain function of what endured knows of the step's nodes, so that it
+// is unit-tested without a cluster.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace endure::controller {
+
+// One node of a failed step, as endured sees it.
+struct StepNode {
+  std::string name;
+  bool known = false;          // a node of this cluster
+  std::string status;          // its live instance's status (Running, Pending, ...)
+  std::string recovery;        // Reboot or Replace under way, else empty
+  double launch_time = 0;      // when its live instance was launched
+  double last_fault_time = 0;  // time of its latest NodeUnhealthy / recovery request (0: none)
+  std::string last_fault;      // that event's text
+  double last_heartbeat = 0;   // time of its latest heartbeat (0: none heard)
+};
+
+enum class StepDecision {
+  kFault,    // a node fault explains the failure: re-run once the nodes are back
+  kHealthy,  // every node reported healthy after the failure: the application failed
+  kPending,  // not known yet: ask again shortly
+};
+
+struct StepJudgement {
+  StepDecision decision = StepDecision::kPending;
+  std::string reason;               // the fault (kFault), or what is awaited (kPending)
+  std::vector<std::string> faulty;  // the nodes at fault
+};
+
+// A node is at fault when, since the step started, it was judged unhealthy, had a
+// recovery requested, was replaced (a newer instance), or is not Running now. The step is
+// healthy only when every node heartbeat at least settle_seconds after the failure (so its
+// health checks ran after it) and none is at fault. Unknown names are not endure's nodes
+// and are left out.
+StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, double failed_at,
+                         double settle_seconds);
+
+const char* decision_name(StepDecision d);
+
+}  // namespace endure::controller
