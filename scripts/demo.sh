@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The main job: start endured, create a local cluster (1 controller + 4 workers) from
-# examples/cluster/local.json, run a 4-node batch job on it, show the cluster, delete it.
+# examples/cluster/local.json, run a 4-node batch job on it, crash a worker under an
+# srun --auto-resume=1 step and watch the step run again in the same job, show the
+# cluster, delete it.
 # Needs root and a build from scripts/setup.sh. Leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,6 +57,25 @@ for _ in $(seq 300); do
 done
 head -n 1 /fsx/hello-$job.out
 tail -n +2 /fsx/hello-$job.out | sort'
+
+echo "== auto-resume: a worker crashes under a running srun --auto-resume=1 step"
+endure exec --cluster-name demo --node controller-0 -- bash -c '
+cat > /fsx/resume.sbatch <<"JOB"
+#!/bin/bash
+#SBATCH -N4
+#SBATCH --output=/fsx/resume-%j.out
+srun --auto-resume=1 -N4 bash -c "echo \"  rank \$SLURM_PROCID on \$(hostname): resume \${ENDURE_AUTO_RESUME_COUNT} \${ENDURE_AUTO_RESUME_REASON}\"; sleep 6"
+echo "  srun exited with $?"
+JOB
+sbatch --parsable /fsx/resume.sbatch > /fsx/resume.job'
+job=$(cat "$ENDURE_HOME"/clusters/*/fsx/resume.job)
+sleep 3
+endure debug inject-fault --cluster-name demo --node worker-2 --kind crash >/dev/null
+echo "crashed worker-2 under job $job; endure replaces it and the step runs again in job $job"
+endure exec --cluster-name demo --node controller-0 -- bash -c "
+for _ in \$(seq 300); do [ -z \"\$(squeue -h -j $job 2>/dev/null)\" ] && break; sleep 0.2; done
+grep -v '^  rank' /fsx/resume-$job.out | grep -v '^srun: error: worker-'; grep '^  rank' /fsx/resume-$job.out | sort -k4,4 -s"
+endure --output table list-cluster-events --cluster-name demo | grep -E "FaultInjected|NodeUnhealthy|NodeReturnedToService|AutoResume" | tail -n 5
 
 echo "== describe-cluster"
 endure --output table describe-cluster --cluster-name demo

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev googletest
   slurm-wlm slurm-client munge libslurm-dev
   util-linux procps iproute2 python3
+  python3-torch
   libfuse3-dev fuse3
 )
 missing=()
@@ -26,4 +27,5 @@ fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
 cmake --build build -j"$(nproc)"
-echo "setup: built build/bin/endure, build/bin/endured, build/bin/endure-agent"
+echo "setup: built build/bin/endure, build/bin/endured, build/bin/endure-agent," \
+  "build/bin/endure-auto-resume and build/lib/auto_resume.so"

@@ -46,7 +46,7 @@ inline constexpr const char* kInstanceIdHeader = "X-Endure-Instance-Id";
 
 // srun's auto-resume supervisor (src/autoresume/), authenticated with the cluster's
 // auto-resume token (from the node's /opt/endure/config/auto_resume.json) or the operator's.
-// {ClusterName, JobId, Nodes[], StepStartTime, FailedAt, Resumes}
+// {ClusterName, JobId, Nodes[], StepStartTime, FailedAt, Resumes, Succeeded?}
 //   -> {Decision: Fault|Healthy|Pending, Reason, FaultyNodes, Resume, ResumeCount, MaxResumes}
 inline constexpr const char* kAutoResumeStepFailed = "AutoResumeStepFailed";
 // {ClusterName, JobId} -> {State: None|Waiting|Ready|Failed, ResumeCount, Reason, Message}

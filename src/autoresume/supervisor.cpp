@@ -124,7 +124,7 @@ int supervise(const SupervisorConfig& config, const SupervisedStep& step) {
   for (;;) {
     double started = ids::now_seconds();
     int code = run_srun(step, count, reason);
-    if (code == 0 || g_signalled) return code;
+    if (g_signalled) return code;
     double failed_at = ids::now_seconds();
 
     json ask = job;
@@ -133,6 +133,17 @@ int supervise(const SupervisorConfig& config, const SupervisedStep& step) {
     ask["FailedAt"] = failed_at;
     ask["Resumes"] = count;
     ask["ExitStatus"] = code;
+    if (code == 0) {
+      // srun exits 0 when a node failed after the other tasks had finished: the tasks of
+      // that node never did. A fault endured already knows of makes it a failure.
+      ask["Succeeded"] = true;
+      auto known = call(client, api::kAutoResumeStepFailed, ask, failed_at + 5);
+      if (!known || known->value("Decision", "") != "Fault") return 0;
+      code = 1;
+      ask["ExitStatus"] = code;
+      ask.erase("Succeeded");
+      say("srun exited 0, but a node of the step failed: " + known->value("Reason", ""));
+    }
     Result<json> answer = make_error("Pending", "");
     double deadline = failed_at + config.decide_timeout_seconds;
     while (!g_signalled) {

@@ -106,7 +106,11 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
                 {"MaxResumes", config_.auto_resume_max_resumes}};
   auto row = store_.auto_resume(cluster.id, job_id);
   reply["ResumeCount"] = row ? row->resumes : 0;
-  if (judgement.decision != StepDecision::kFault) return reply;
+  if (judgement.decision != StepDecision::kFault) {
+    // A step srun called successful is not held back waiting for heartbeats.
+    if (request.value("Succeeded", false)) reply["Decision"] = decision_name(StepDecision::kHealthy);
+    return reply;
+  }
 
   // The same failure asked twice (a retried call) gets the same answer.
   if (row && row->resumes > supervisor_resumes && row->state != "Failed") {

@@ -30,9 +30,10 @@ class AutoResumeManager {
  public:
   AutoResumeManager(store::Store& store, const Config& config, HealthMonitor& health);
 
-  // AutoResumeStepFailed: {JobId, Nodes[], StepStartTime, FailedAt, Resumes} ->
+  // AutoResumeStepFailed: {JobId, Nodes[], StepStartTime, FailedAt, Resumes, Succeeded?} ->
   // {Decision, Reason, FaultyNodes, Resume, ResumeCount, MaxResumes}. Resume is true when
-  // a re-run is granted (then wait for AutoResumeStatus to say Ready).
+  // a re-run is granted (then wait for AutoResumeStatus to say Ready). Succeeded: srun
+  // exited 0; only a fault already known counts, nothing is waited for.
   Result<json> step_failed(const store::ClusterRow& cluster, const json& request);
   // AutoResumeStatus: {JobId} -> {State, ResumeCount, Reason, Message, MaxResumes}; State
   // None when the job never failed.

@@ -12,7 +12,7 @@ StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, 
     if (!n.known) continue;
     std::string why;
     if (n.last_fault_time > 0 && n.last_fault_time >= step_start - slack) {
-      why = n.last_fault;
+      why = n.last_fault.empty() ? "judged unhealthy during the step" : n.last_fault;
     } else if (n.launch_time > step_start) {
       why = "replaced during the step";
     } else if (!n.recovery.empty()) {

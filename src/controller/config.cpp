@@ -10,8 +10,12 @@ Status Config::apply_json(const json& j) {
     auto bad = [&](const char* rule) {
       return Status(make_error(api::kValidationException, "config.json:" + key + ": " + rule));
     };
+    // Integers are judged as 64-bit first: get<int>() would wrap a larger one into range.
+    auto int_in = [&](long long lo, long long hi) {
+      return value.is_number_integer() && value.get<long long>() >= lo && value.get<long long>() <= hi;
+    };
     if (key == "Port") {
-      if (!value.is_number_integer() || value.get<int>() < 1 || value.get<int>() > 65535) {
+      if (!int_in(1, 65535)) {
         return bad("must be an integer from 1 to 65535");
       }
       port = value.get<int>();
@@ -25,7 +29,7 @@ Status Config::apply_json(const json& j) {
                                    : heartbeat_timeout_seconds) = value.get<double>();
     } else if (key == "LifecycleTimeoutSeconds" || key == "SlurmRegisterTimeoutSeconds" ||
                key == "RebootTimeoutSeconds" || key == "AutoResumeTimeoutSeconds") {
-      if (!value.is_number_integer() || value.get<int>() < 1) {
+      if (!int_in(1, 1000000000)) {
         return bad("must be a positive integer");
       }
       (key == "LifecycleTimeoutSeconds"       ? lifecycle_timeout_seconds
@@ -33,7 +37,7 @@ Status Config::apply_json(const json& j) {
        : key == "RebootTimeoutSeconds"        ? reboot_timeout_seconds
                                               : auto_resume_timeout_seconds) = value.get<int>();
     } else if (key == "AutoResumeMaxResumes") {
-      if (!value.is_number_integer() || value.get<int>() < 0 || value.get<int>() > 100) {
+      if (!int_in(0, 100)) {
         return bad("must be an integer from 0 to 100");
       }
       auto_resume_max_resumes = value.get<int>();

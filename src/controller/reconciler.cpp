@@ -528,6 +528,7 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
         instance_event(r, "NodeReturnedToService",
                        fmt::format("{}, back in service {:.1f} s after the fault was found", how,
                                    now - (r.recovery_since > 0 ? r.recovery_since : r.launch_time)));
+        wake();  // jobs waiting to resume on this node are grown back in the next pass
       } else {
         instance_event(r, "InstanceRunning",
                        fmt::format("in service {:.1f} s after launch", now - r.launch_time));

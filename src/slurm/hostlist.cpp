@@ -30,6 +30,7 @@ Status expand_brackets(const std::string& expression, const std::string& prefix,
     std::string lo = dash == std::string::npos ? part : part.substr(0, dash);
     std::string hi = dash == std::string::npos ? part : part.substr(dash + 1);
     if (!all_digits(lo) || !all_digits(hi)) return bad(expression, "range \"" + part + "\" is not N or N-M");
+    if (lo.size() > 9 || hi.size() > 9) return bad(expression, "range \"" + part + "\" is too large");
     long a = std::stol(lo), b = std::stol(hi);
     if (b < a) return bad(expression, "range \"" + part + "\" runs backwards");
     if (b - a > 65536) return bad(expression, "range \"" + part + "\" is too large");

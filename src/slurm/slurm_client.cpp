@@ -181,7 +181,7 @@ Status SlurmClient::expand_job(const JobState& job, const std::vector<std::strin
   // fixed 5 s and fails again, although its first request has merged the nodes: it gets a
   // second, then the job's node list is the judge.
   for (int attempt = 0; attempt < 20; ++attempt) {
-    run_({"scontrol", "update", "jobid=" + id, "NumNodes=ALL"}, 1s);
+    run_({"scontrol", "update", "jobid=" + id, "NumNodes=ALL"}, 500ms);
     auto now = jobs();
     if (now) {
       for (const auto& j : *now) {

@@ -5,85 +5,12 @@
 #include <map>
 #include <thread>
 
-#include "harness.h"
+#include "cluster_fixture.h"
 
 namespace endure::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-struct Node {
-  std::string id;
-  std::string status;
-};
-
-std::map<std::string, Node> nodes_by_name(Endured& e, const std::string& cluster) {
-  std::map<std::string, Node> out;
-  auto r = e.call("ListClusterNodes", {{"ClusterName", cluster}});
-  if (!r) return out;
-  for (const auto& n : (*r)["ClusterNodeSummaries"]) {
-    out[n["NodeName"]] = {n["InstanceId"], n["InstanceStatus"]["Status"]};
-  }
-  return out;
-}
-
-json events_after(Endured& e, const std::string& cluster, long long after) {
-  auto r = e.call("ListClusterEvents", {{"ClusterName", cluster}, {"AfterEventId", after}});
-  return r ? (*r)["Events"] : json::array();
-}
-
-long long last_event_id(Endured& e, const std::string& cluster) {
-  auto events = events_after(e, cluster, 0);
-  return events.empty() ? 0 : events.back()["EventId"].get<long long>();
-}
-
-// The first event of a type for a node after an event id, or null.
-json find_event(const json& events, const std::string& node, const std::string& type) {
-  for (const auto& ev : events) {
-    if (ev.value("NodeName", "") == node && ev["EventType"] == type) return ev;
-  }
-  return nullptr;
-}
-
-// The pid namespace of a node's processes: the same one means the node was not restarted.
-std::string node_namespace(Endured& e, const std::string& cluster, const std::string& node) {
-  auto r = e.call("GetNodeExecTarget", {{"ClusterName", cluster}, {"NodeId", node}});
-  return r ? pid_namespace_of((*r)["Pid"].get<int>()) : "";
-}
-
-std::string slurm_state(Endured& e, const std::string& cluster, const std::string& node) {
-  auto out = e.exec(cluster, "controller-0", "sinfo -h -n " + node + " -o %t");
-  return out.out.empty() ? "" : out.out.substr(0, out.out.find('\n'));
-}
-
-// Waits for a node's recovery to finish (its NodeReturnedToService event after `after`).
-bool wait_returned(Endured& e, const std::string& cluster, const std::string& node,
-                   long long after, std::chrono::seconds timeout = 60s) {
-  return wait_until(
-      [&] {
-        return !find_event(events_after(e, cluster, after), node, "NodeReturnedToService")
-                    .is_null();
-      },
-      timeout);
-}
-
-class ClusterFixture : public ::testing::Test {
- protected:
-  void start_cluster(const std::string& name, int workers, const std::string& recovery = "Automatic") {
-    e_ = std::make_unique<Endured>(home_.path() / "home");
-    e_->start();
-    json spec = make_spec(name, workers);
-    spec["NodeRecovery"] = recovery;
-    ASSERT_TRUE(e_->call("CreateCluster", spec).ok());
-    ASSERT_EQ(e_->wait_status(name, {"InService"}, 180s), "InService");
-    name_ = name;
-  }
-  void TearDown() override { e_.reset(); }
-
-  TempDir home_;
-  std::unique_ptr<Endured> e_;
-  std::string name_;
-};
 
 struct FaultCase {
   std::string kind;

@@ -1,0 +1,261 @@
+// srun --auto-resume=1 end to end on a real cluster: a batch job's step is killed by a real
+// fault (made on the node through the sources detection reads), endured replaces or
+// reboots the node, and the same step runs again in the same job from its checkpoint.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "cluster_fixture.h"
+
+namespace endure::test {
+namespace {
+
+constexpr int kRanks = 4;
+
+// The cluster's shared folder as the host sees it (every node's /fsx).
+std::filesystem::path fsx_on_host(Endured& e, const std::string& cluster) {
+  auto d = e.call("DescribeCluster", {{"ClusterName", cluster}});
+  std::string arn = d ? (*d)["ClusterArn"].get<std::string>() : "";
+  return e.home() / "clusters" / arn.substr(arn.rfind('/') + 1) / "fsx";
+}
+
+std::vector<json> json_lines(const std::filesystem::path& path) {
+  std::vector<json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = json::parse(line, nullptr, false);
+    if (j.is_object()) out.push_back(j);
+  }
+  return out;
+}
+
+std::vector<int> done_units(const std::filesystem::path& dir, int rank) {
+  std::vector<int> out;
+  std::ifstream in(dir / ("done-" + std::to_string(rank) + ".log"));
+  int u;
+  while (in >> u) out.push_back(u);
+  return out;
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class AutoResume : public ClusterFixture {
+ protected:
+
+  void start(int workers, const json& config = json::object()) {
+    start_cluster("it-resume", workers, "Automatic", config);
+    fsx_ = fsx_on_host(*e_, name_);
+    std::filesystem::copy_file(source_dir() / "tests/integration/jobs/units.py", fsx_ / "units.py");
+  }
+
+  // Submits the units job (units.py on every node through srun --auto-resume=1) and
+  // returns its id.
+  long long submit(int units, const std::string& worker_args = "", int nodes = kRanks) {
+    std::filesystem::create_directories(fsx_ / "run");
+    std::ofstream(fsx_ / "units.sbatch")
+        << "#!/bin/bash\n#SBATCH -N" << nodes << " --output=/fsx/units-%j.out\n"
+        << "srun --auto-resume=1 -N" << nodes << " python3 /fsx/units.py --dir /fsx/run --units "
+        << units << " " << worker_args << "\n"
+        << "echo \"srun rc=$?\"\n";
+    auto out = e_->exec(name_, "controller-0", "sbatch --parsable /fsx/units.sbatch");
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    return std::atoll(out.out.c_str());
+  }
+
+  // Waits until every rank has done at least `units` units.
+  bool wait_progress(size_t units, std::chrono::seconds timeout = 60s) {
+    return wait_until(
+        [&] {
+          for (int r = 0; r < kRanks; ++r) {
+            if (done_units(fsx_ / "run", r).size() < units) return false;
+          }
+          return true;
+        },
+        timeout);
+  }
+
+  bool wait_job_end(long long job, std::chrono::seconds timeout = 180s) {
+    return wait_until(
+        [&] {
+          auto out = e_->exec(name_, "controller-0", "squeue -h -j " + std::to_string(job) + " -o %T");
+          return out.exit_code == 0 && out.out.empty();
+        },
+        timeout);
+  }
+
+  std::string job_output(long long job) {
+    return read_text(fsx_ / ("units-" + std::to_string(job) + ".out"));
+  }
+
+  json status(long long job) {
+    auto r = e_->call("AutoResumeStatus", {{"ClusterName", name_}, {"JobId", job}});
+    return r ? *r : json{{"error", r.error().message}};
+  }
+
+  // Every unit done, none more than twice, at most one redone unit per rank and fault.
+  void expect_units_done_once_past_checkpoints(int units, int faults) {
+    std::multiset<int> all;
+    for (int r = 0; r < kRanks; ++r) {
+      auto done = done_units(fsx_ / "run", r);
+      std::set<int> distinct(done.begin(), done.end());
+      EXPECT_LE(done.size() - distinct.size(), static_cast<size_t>(faults))
+          << "rank " << r << " redid more than the unit in flight at the fault";
+      all.insert(done.begin(), done.end());
+    }
+    for (int u = 0; u < units; ++u) {
+      EXPECT_GE(all.count(u), 1u) << "unit " << u << " never done";
+      EXPECT_LE(all.count(u), static_cast<size_t>(1 + faults)) << "unit " << u;
+    }
+  }
+
+  std::filesystem::path fsx_;
+};
+
+struct ResumeCase {
+  std::string kind;  // what inject-fault makes
+  std::string node;  // where
+  std::string action;
+};
+void PrintTo(const ResumeCase& c, std::ostream* os) { *os << c.kind << " on " << c.node; }
+
+class AutoResumeFault : public AutoResume, public ::testing::WithParamInterface<ResumeCase> {};
+
+TEST_P(AutoResumeFault, ReRunsTheStepInTheSameJobOnTheRepairedNode) {
+  const auto& c = GetParam();
+  start(kRanks);
+  Endured& e = *e_;
+  const int units = kRanks * 12;
+  long long job = submit(units);
+  ASSERT_GT(job, 0);
+  ASSERT_TRUE(wait_progress(2)) << job_output(job);
+  auto before = nodes_by_name(e, name_);
+  long long mark = last_event_id(e, name_);
+  auto injected = e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", c.node,
+                         "--kind", c.kind});
+  ASSERT_EQ(injected.exit_code, 0) << injected.out << injected.err;
+  ASSERT_TRUE(wait_job_end(job)) << job_output(job) << status(job).dump();
+
+  std::string output = job_output(job);
+  EXPECT_NE(output.find("srun rc=0"), std::string::npos) << output;
+  auto after = nodes_by_name(e, name_);
+  if (c.action == "Replace") {
+    EXPECT_NE(after[c.node].id, before[c.node].id) << "a new instance under the same hostname";
+  } else {
+    EXPECT_EQ(after[c.node].id, before[c.node].id) << "a reboot keeps the instance";
+  }
+  EXPECT_EQ(after[c.node].status, "Running");
+  auto events = events_after(e, name_, mark);
+  EXPECT_FALSE(find_event(events, c.node, "NodeUnhealthy").is_null()) << events.dump(2);
+
+  // The same job ran the step twice: first with count 0, then every rank with count 1.
+  auto starts = json_lines(fsx_ / "run" / "starts.log");
+  std::map<int, int> by_count;
+  for (const auto& s : starts) {
+    EXPECT_EQ(s["job"], std::to_string(job));
+    by_count[s["count"].get<int>()] += 1;
+    if (s["count"] == 1) {
+      EXPECT_NE(s["reason"].get<std::string>().find(c.node), std::string::npos) << s.dump();
+    }
+  }
+  EXPECT_EQ(by_count[0], kRanks) << json(starts).dump(1);
+  EXPECT_EQ(by_count[1], kRanks) << json(starts).dump(1) << output << events.dump(1);
+  EXPECT_EQ(by_count.size(), 2u) << json(starts).dump(1);
+  auto st = status(job);
+  EXPECT_EQ(st["ResumeCount"], 1) << st.dump();
+  EXPECT_EQ(st["State"], "Ready") << st.dump();
+  expect_units_done_once_past_checkpoints(units, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, AutoResumeFault,
+    ::testing::Values(ResumeCase{"crash", "worker-2", "Replace"},
+                      ResumeCase{"hang", "worker-2", "Reboot"},
+                      ResumeCase{"xid", "worker-2", "Replace"},
+                      // The first node: the batch host, where a rendezvous usually lives.
+                      ResumeCase{"crash", "worker-0", "Replace"}),
+    [](const auto& info) { return info.param.kind + "_" + info.param.node.substr(7); });
+
+TEST_F(AutoResume, AnApplicationCrashOnHealthyNodesIsNotReRun) {
+  start(kRanks);
+  Endured& e = *e_;
+  long long job = submit(kRanks * 6, "--fail-rank 1 --fail-at 5 --exit-code 3");
+  ASSERT_GT(job, 0);
+  ASSERT_TRUE(wait_job_end(job, 90s)) << job_output(job);
+  std::string output = job_output(job);
+  EXPECT_NE(output.find("srun rc=3"), std::string::npos) << output;
+  EXPECT_NE(output.find("not re-run"), std::string::npos) << output;
+  for (const auto& s : json_lines(fsx_ / "run" / "starts.log")) EXPECT_EQ(s["count"], 0) << s.dump();
+  EXPECT_EQ(status(job)["State"], "None");
+  for (const auto& [name, node] : nodes_by_name(e, name_)) EXPECT_EQ(node.status, "Running") << name;
+}
+
+TEST_F(AutoResume, TheResumeBoundHolds) {
+  start(kRanks, {{"AutoResumeMaxResumes", 1}});
+  Endured& e = *e_;
+  long long job = submit(kRanks * 30, "--unit-seconds 0.3");
+  ASSERT_GT(job, 0);
+  ASSERT_TRUE(wait_progress(2));
+  long long mark = last_event_id(e, name_);
+  ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-1", "--kind",
+                   "crash"}).exit_code, 0);
+  // The re-run starts, then the second fault finds the bound spent.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& s : json_lines(fsx_ / "run" / "starts.log")) {
+          if (s["count"] == 1) return true;
+        }
+        return false;
+      },
+      60s))
+      << job_output(job);
+  ASSERT_TRUE(wait_returned(e, name_, "worker-1", mark));
+  std::this_thread::sleep_for(2s);
+  ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-3", "--kind",
+                   "crash"}).exit_code, 0);
+  ASSERT_TRUE(wait_job_end(job, 90s)) << job_output(job);
+  std::string output = job_output(job);
+  EXPECT_EQ(output.find("srun rc=0"), std::string::npos) << output;
+  EXPECT_NE(output.find("AutoResumeMaxResumes"), std::string::npos) << output;
+  int reruns = 0;
+  for (const auto& s : json_lines(fsx_ / "run" / "starts.log")) reruns += s["count"] == 1;
+  EXPECT_EQ(reruns, kRanks);
+  EXPECT_EQ(status(job)["ResumeCount"], 1);
+}
+
+TEST_F(AutoResume, TheOptionBelongsToSrun) {
+  start(1);
+  Endured& e = *e_;
+  auto help = e.exec(name_, "controller-0", "srun --help");
+  EXPECT_NE(help.out.find("--auto-resume=0|1"), std::string::npos) << help.out;
+  auto sbatch = e.exec(name_, "controller-0", "sbatch --auto-resume=1 --wrap hostname");
+  EXPECT_NE(sbatch.exit_code, 0);
+  EXPECT_NE(sbatch.err.find("put it on the srun line"), std::string::npos) << sbatch.err;
+  std::ofstream(fsx_ / "in-script.sbatch") << "#!/bin/bash\n#SBATCH --auto-resume=1\nhostname\n";
+  auto in_script = e.exec(name_, "controller-0", "sbatch /fsx/in-script.sbatch");
+  EXPECT_NE(in_script.exit_code, 0);
+  EXPECT_NE(in_script.err.find("put it on the srun line"), std::string::npos) << in_script.err;
+  auto bad = e.exec(name_, "controller-0", "srun --auto-resume=yes hostname");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("must be 0 or 1"), std::string::npos) << bad.err;
+  auto outside = e.exec(name_, "controller-0", "srun --auto-resume=1 hostname");
+  EXPECT_NE(outside.exit_code, 0);
+  EXPECT_NE(outside.err.find("inside an allocation"), std::string::npos) << outside.err;
+  auto plain = e.exec(name_, "controller-0", "srun --auto-resume=0 hostname");
+  EXPECT_EQ(plain.out, "worker-0\n") << plain.err;
+  // Only the cluster's token (or the operator's) may ask.
+  HttpClient stranger(Endpoint{"127.0.0.1", e.port()}, "not-the-token");
+  auto denied = stranger.post("/v1/AutoResumeStatus", {{"ClusterName", name_}, {"JobId", 1}});
+  ASSERT_FALSE(denied.ok());
+  EXPECT_EQ(denied.error().code, "Unauthorized");
+}
+
+}  // namespace
+}  // namespace endure::test
