@@ -96,7 +96,8 @@ Result<SupervisorConfig> SupervisorConfig::from_json(const json& j) {
   return c;
 }
 
-int supervise(const SupervisorConfig& config, const SupervisedStep& step) {
+int supervise(const SupervisorConfig& config, SupervisedStep step) {
+  bool overlapping = false;
   struct sigaction sa {};
   sa.sa_handler = forward;
   sigemptyset(&sa.sa_mask);
@@ -186,6 +187,12 @@ int supervise(const SupervisorConfig& config, const SupervisedStep& step) {
       say("not re-run: " + (status.is_object() ? status.value("Message", std::string("no answer"))
                                                : std::string("endured did not answer")));
       return code;
+    }
+    if (status.value("Overlap", false) && !overlapping) {
+      // A step of the failed run still holds the repaired node in Slurm's books.
+      step.srun_argv.insert(step.srun_argv.begin() + 1, "--overlap");
+      overlapping = true;
+      say("a step of the failed run is still listed on the repaired node: re-running with --overlap");
     }
     count = status.value("ResumeCount", granted);
     reason = status.value("Reason", why);

@@ -41,6 +41,6 @@ struct SupervisedStep {
 
 // Runs the step until it succeeds, fails on its own, or runs out of resumes; returns the
 // exit status for the supervisor to exit with (srun's, or 128+signal).
-int supervise(const SupervisorConfig& config, const SupervisedStep& step);
+int supervise(const SupervisorConfig& config, SupervisedStep step);
 
 }  // namespace endure::autoresume

@@ -20,6 +20,21 @@ bool job_ended(const std::string& state) {
          state != "COMPLETING" && state != "SUSPENDED" && state != "RESIZING";
 }
 
+// Slurm keeps a step whose node died after its other tasks had ended: it holds the
+// repaired node's CPUs and scancel cannot end it. Cancelled anyway, and reported so that
+// the re-run overlaps it.
+bool has_stale_steps(const store::ClusterRow& cluster, const slurm::SlurmClient& client,
+                     long long job_id, const std::vector<std::string>& nodes) {
+  auto steps = client.steps_on(job_id, nodes);
+  if (!steps || steps->empty()) return false;
+  for (const auto& step : *steps) {
+    client.cancel_job_step(step);
+    log::info("{}: job {}: step {} of the failed run is still listed on {}", cluster.name, job_id,
+              step, slurm::join_hostlist(nodes));
+  }
+  return true;
+}
+
 }  // namespace
 
 json auto_resume_status_json(const std::optional<store::AutoResumeRow>& row, int max_resumes) {
@@ -30,7 +45,8 @@ json auto_resume_status_json(const std::optional<store::AutoResumeRow>& row, int
   return {{"JobId", row->job_id},       {"State", row->state},   {"Mode", row->mode},
           {"ResumeCount", row->resumes}, {"Reason", row->reason}, {"Message", row->message},
           {"Nodes", row->nodes},        {"FaultTime", row->fault_time},
-          {"ReadyTime", row->ready_time}, {"MaxResumes", max_resumes}};
+          {"ReadyTime", row->ready_time}, {"Overlap", row->overlap},
+          {"MaxResumes", max_resumes}};
 }
 
 AutoResumeManager::AutoResumeManager(store::Store& store, const Config& config,
@@ -259,8 +275,11 @@ void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmV
         missing.push_back(name);
       }
     }
+    std::vector<std::string> faulty;
+    for (const auto& n : row.nodes) faulty.push_back(n.get<std::string>());
     if (missing.empty()) {
-      finish(cluster, row, "Ready", "job holds " + slurm::join_hostlist(row.nodes) + " again");
+      row.overlap = has_stale_steps(cluster, *slurm.client, row.job_id, faulty);
+      finish(cluster, row, "Ready", "job holds " + slurm::join_hostlist(faulty) + " again");
       continue;
     }
     bool back = std::all_of(missing.begin(), missing.end(), [&](const std::string& name) {
@@ -272,6 +291,7 @@ void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmV
       log::warn("{}: expand job {}: {}", cluster.name, job->id, s.error().message);
       continue;  // tried again next pass
     }
+    row.overlap = has_stale_steps(cluster, *slurm.client, row.job_id, faulty);
     finish(cluster, row, "Ready", "job grown back onto " + slurm::join_hostlist(missing));
   }
 }

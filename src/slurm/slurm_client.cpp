@@ -1,6 +1,7 @@
 #include "slurm/slurm_client.h"
 
 #include <algorithm>
+#include <cctype>
 #include <thread>
 
 #include "common/json.h"
@@ -199,6 +200,33 @@ Status SlurmClient::expand_job(const JobState& job, const std::vector<std::strin
                                       " from allocation " + expander);
 }
 
+Result<std::vector<std::string>> SlurmClient::steps_on(long long job_id,
+                                                       const std::vector<std::string>& nodes) const {
+  // squeue has no --json for steps in 22.05: one "ID|NODES" line per step.
+  auto out = run_({"squeue", "-s", "-h", "-j", std::to_string(job_id), "-o", "%i|%N"}, 15s);
+  if (out.exit_code != 0) return command_error("squeue -s -j " + std::to_string(job_id), out);
+  std::vector<std::string> steps;
+  size_t start = 0;
+  while (start < out.out.size()) {
+    size_t end = out.out.find('\n', start);
+    std::string line = out.out.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    start = end == std::string::npos ? out.out.size() : end + 1;
+    size_t bar = line.find('|');
+    size_t dot = line.find('.');
+    if (bar == std::string::npos || dot == std::string::npos || dot > bar) continue;
+    std::string step = line.substr(dot + 1, bar - dot - 1);
+    if (step.empty() || !std::isdigit(static_cast<unsigned char>(step[0]))) continue;
+    auto hosts = expand_hostlist(line.substr(bar + 1));
+    if (!hosts) continue;
+    if (std::any_of(hosts->begin(), hosts->end(), [&](const std::string& h) {
+          return std::find(nodes.begin(), nodes.end(), h) != nodes.end();
+        })) {
+      steps.push_back(line.substr(0, bar));
+    }
+  }
+  return steps;
+}
+
 Status SlurmClient::requeue_job(long long job_id) const {
   auto out = run_({"scontrol", "requeue", std::to_string(job_id)}, 15s);
   if (out.exit_code != 0) return command_error("scontrol requeue " + std::to_string(job_id), out);
@@ -210,6 +238,12 @@ Status SlurmClient::start_job_now(long long job_id) const {
   if (out.exit_code != 0) {
     return command_error("scontrol update StartTime=now " + std::to_string(job_id), out);
   }
+  return {};
+}
+
+Status SlurmClient::cancel_job_step(const std::string& step_id) const {
+  auto out = run_({"scancel", step_id}, 15s);
+  if (out.exit_code != 0) return command_error("scancel " + step_id, out);
   return {};
 }
 

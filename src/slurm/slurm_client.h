@@ -78,8 +78,12 @@ class SlurmClient {
   // Requeues a batch job (it keeps its id) and makes it eligible at once, not after
   // Slurm's two-minute requeue delay.
   Status requeue_job(long long job_id) const;
+  // The job's numbered steps (not .batch or .extern) that hold any of these nodes.
+  Result<std::vector<std::string>> steps_on(long long job_id,
+                                            const std::vector<std::string>& nodes) const;
   Status start_job_now(long long job_id) const;
   Status cancel_job(long long job_id, const std::string& why) const;
+  Status cancel_job_step(const std::string& step_id) const;  // "JOB.STEP"
 
   // `scontrol reconfigure`: every daemon re-reads slurm.conf; running jobs go on.
   Status reconfigure() const;

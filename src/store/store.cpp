@@ -74,6 +74,7 @@ CREATE TABLE IF NOT EXISTS auto_resumes (
   fault_time REAL NOT NULL DEFAULT 0,
   ready_time REAL NOT NULL DEFAULT 0,
   message TEXT NOT NULL DEFAULT '',
+  overlap INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (cluster_id, job_id)
 );
 CREATE TABLE IF NOT EXISTS cluster_tokens (
@@ -230,6 +231,10 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
         "reboots INTEGER NOT NULL DEFAULT 0", "replaces TEXT NOT NULL DEFAULT ''",
         "deep_check TEXT NOT NULL DEFAULT 'null'", "deep_result TEXT NOT NULL DEFAULT 'null'"}) {
     auto s = store->exec(std::string("ALTER TABLE instances ADD COLUMN ") + column + ";");
+    if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
+  }
+  for (const char* column : {"overlap INTEGER NOT NULL DEFAULT 0"}) {
+    auto s = store->exec(std::string("ALTER TABLE auto_resumes ADD COLUMN ") + column + ";");
     if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
   }
   return store;
@@ -430,7 +435,8 @@ std::vector<EventRow> Store::events(const std::string& cluster_id, long long aft
 namespace {
 
 constexpr const char* kAutoResumeCols =
-    "cluster_id, job_id, resumes, state, mode, reason, nodes, fault_time, ready_time, message";
+    "cluster_id, job_id, resumes, state, mode, reason, nodes, fault_time, ready_time, message, "
+    "overlap";
 
 AutoResumeRow read_auto_resume(const Stmt& s) {
   AutoResumeRow r;
@@ -445,6 +451,7 @@ AutoResumeRow read_auto_resume(const Stmt& s) {
   r.fault_time = s.real(7);
   r.ready_time = s.real(8);
   r.message = s.text(9);
+  r.overlap = s.i32(10) != 0;
   return r;
 }
 
@@ -463,10 +470,11 @@ std::optional<AutoResumeRow> Store::auto_resume(const std::string& cluster_id, l
 Status Store::put_auto_resume(const AutoResumeRow& r) {
   std::lock_guard lock(mu_);
   std::string sql = std::string("INSERT OR REPLACE INTO auto_resumes (") + kAutoResumeCols +
-                    ") VALUES (?,?,?,?,?,?,?,?,?,?)";
+                    ") VALUES (?,?,?,?,?,?,?,?,?,?,?)";
   Stmt s(db_, sql.c_str());
   s.bind(r.cluster_id).bind(r.job_id).bind(r.resumes).bind(r.state).bind(r.mode).bind(r.reason)
-      .bind(r.nodes.dump()).bind(r.fault_time).bind(r.ready_time).bind(r.message);
+      .bind(r.nodes.dump()).bind(r.fault_time).bind(r.ready_time).bind(r.message)
+      .bind(r.overlap ? 1 : 0);
   return s.run("store auto-resume of job " + std::to_string(r.job_id));
 }
 

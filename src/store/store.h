@@ -87,6 +87,9 @@ struct AutoResumeRow {
   double fault_time = 0;       // when the step failed (or the batch host was lost)
   double ready_time = 0;       // when the job was whole again
   std::string message;         // why it is Failed, or what it waits for
+  // A step of the failed run is still listed on the repaired nodes (Slurm keeps a step
+  // whose other tasks had ended before its node died): the re-run must overlap it.
+  bool overlap = false;
 };
 
 class Store {
