@@ -257,5 +257,68 @@ TEST_F(AutoResume, TheOptionBelongsToSrun) {
   EXPECT_EQ(denied.error().code, "Unauthorized");
 }
 
+
+// The PyTorch example (examples/pytorch/train_ddp.py, gloo, two ranks on two nodes) resumes
+// through auto-resume: after a worker crash its loss goes on from the checkpointed step,
+// the same loss, step for step, as the run before the crash.
+TEST_F(AutoResume, ThePyTorchExampleContinuesFromItsCheckpoint) {
+  start(2);
+  Endured& e = *e_;
+  std::filesystem::copy_file(source_dir() / "examples/pytorch/train_ddp.py", fsx_ / "train_ddp.py");
+  std::ofstream(fsx_ / "torch.sbatch")
+      << "#!/bin/bash\n#SBATCH -N2 --ntasks-per-node=1 --output=/fsx/torch-%j.out\n"
+      << "srun --auto-resume=1 -N2 --ntasks-per-node=1 python3 /fsx/train_ddp.py "
+      << "--ckpt-dir /fsx/ckpt --steps 60 --ckpt-every 5 --step-seconds 0.1\n"
+      << "echo \"srun rc=$?\"\n";
+  auto submitted = e.exec(name_, "controller-0", "sbatch --parsable /fsx/torch.sbatch");
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  long long job = std::atoll(submitted.out.c_str());
+  auto out_path = fsx_ / ("torch-" + std::to_string(job) + ".out");
+  auto last_step = [&] {
+    int step = 0;
+    for (const auto& j : json_lines(out_path)) step = std::max(step, j.value("step", 0));
+    return step;
+  };
+  ASSERT_TRUE(wait_until([&] { return last_step() >= 12; }, 120s)) << read_text(out_path);
+  ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-1", "--kind",
+                   "crash"}).exit_code, 0);
+  ASSERT_TRUE(wait_job_end(job, 240s)) << read_text(out_path);
+
+  std::string output = read_text(out_path);
+  EXPECT_NE(output.find("srun rc=0"), std::string::npos) << output;
+  std::vector<json> starts;
+  std::map<int, double> first_run_loss, resumed_loss;
+  json done;
+  for (const auto& j : json_lines(out_path)) {
+    if (j.value("start", false)) starts.push_back(j);
+    if (j.contains("step")) {
+      (starts.size() == 1 ? first_run_loss : resumed_loss)[j["step"].get<int>()] = j["loss"];
+    }
+    if (j.value("done", false)) done = j;
+  }
+  ASSERT_EQ(starts.size(), 2u) << output;
+  EXPECT_TRUE(starts[0]["resumed_from"].is_null()) << output;
+  ASSERT_TRUE(starts[1]["resumed_from"].is_number_integer()) << output;
+  int resumed_from = starts[1]["resumed_from"];
+  EXPECT_GE(resumed_from, 10) << output;
+  EXPECT_EQ(resumed_from % 5, 0) << output;
+  EXPECT_EQ(starts[1]["auto_resume_count"], 1) << output;
+  EXPECT_NE(starts[1]["reason"].get<std::string>().find("worker-1"), std::string::npos) << output;
+  ASSERT_FALSE(resumed_loss.empty()) << output;
+  EXPECT_EQ(resumed_loss.begin()->first, resumed_from + 1) << output;
+  // Same batches, same weights: the steps both runs made have the same loss.
+  int compared = 0;
+  for (const auto& [step, loss] : resumed_loss) {
+    auto it = first_run_loss.find(step);
+    if (it == first_run_loss.end()) continue;
+    EXPECT_NEAR(loss, it->second, 1e-4 + 1e-3 * std::abs(it->second)) << "step " << step;
+    ++compared;
+  }
+  EXPECT_GE(compared, 1) << output;
+  EXPECT_LT(resumed_loss.begin()->second, first_run_loss.begin()->second) << output;
+  EXPECT_EQ(done.value("final_step", 0), 60) << output;
+  EXPECT_EQ(status(job)["ResumeCount"], 1);
+}
+
 }  // namespace
 }  // namespace endure::test

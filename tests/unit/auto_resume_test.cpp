@@ -16,6 +16,7 @@
 #include "spank/auto_resume_option.h"
 #include "store/store.h"
 #include "support/cluster_layouts.h"
+#include "support/store_fixture.h"
 #include "support/temp_dir.h"
 
 namespace endure {
@@ -341,33 +342,7 @@ TEST(SpankOptionTest, SplitCmdline) {
 // ---------------------------------------------------------------------------------------
 // The store's auto-resume records and token.
 
-class AutoResumeStoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(dir_.ok());
-    db_path_ = dir_.str("endured.db");
-    store_ = open_store();
-    ASSERT_NE(store_, nullptr);
-  }
-
-  std::unique_ptr<store::Store> open_store() {
-    auto opened = store::Store::open(db_path_);
-    EXPECT_TRUE(opened.ok()) << (opened.ok() ? "" : opened.error().message);
-    if (!opened.ok()) return nullptr;
-    return std::move(*opened);
-  }
-
-  // Reopens the same file, as a restarted controller would.
-  void reopen() {
-    store_.reset();
-    store_ = open_store();
-    ASSERT_NE(store_, nullptr);
-  }
-
-  test::TempDir dir_{"endure-auto-resume-test"};
-  std::string db_path_;
-  std::unique_ptr<store::Store> store_;
-};
+class AutoResumeStoreTest : public test::StoreFixture {};
 
 store::AutoResumeRow make_row(const std::string& cluster, long long job, const std::string& state) {
   store::AutoResumeRow r;

@@ -14,56 +14,12 @@
 #include <vector>
 
 #include "common/ids.h"
+#include "support/store_fixture.h"
 
 namespace endure::store {
 namespace {
 
-// A fresh folder from mkdtemp(), removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string templ =
-        (std::filesystem::temp_directory_path() / "endure-store-test-XXXXXX").string();
-    char* made = ::mkdtemp(templ.data());
-    EXPECT_NE(made, nullptr);
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
-class StoreTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    db_path_ = (dir_.path() / "endured.db").string();
-    store_ = open_store();
-    ASSERT_NE(store_, nullptr);
-  }
-
-  std::unique_ptr<Store> open_store() {
-    auto opened = Store::open(db_path_);
-    EXPECT_TRUE(opened.ok()) << (opened.ok() ? "" : opened.error().message);
-    if (!opened.ok()) return nullptr;
-    return std::move(*opened);
-  }
-
-  // Reopens the same file, as a restarted controller would.
-  void reopen() {
-    store_.reset();
-    store_ = open_store();
-    ASSERT_NE(store_, nullptr);
-  }
-
-  TempDir dir_;
-  std::string db_path_;
-  std::unique_ptr<Store> store_;
-};
+class StoreTest : public test::StoreFixture {};
 
 ClusterRow make_cluster(const std::string& id, const std::string& name, int index,
                         const std::string& status = "Creating") {
