@@ -181,7 +181,10 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
                                           std::string(kDrainReasonPrefix) + " " + row.recovery_reason);
     if (s) event(row, "NodeDrained", "down and drained in Slurm: " + row.recovery_reason);
     else log::warn("{}: {}", row.node_name, s.error().message);
-    if (s && node_lost_) node_lost_(cluster, row.node_name, row.recovery_reason, slurm);
+    if (s && node_lost_) {
+      node_lost_(cluster, row.node_name, row.last_verdict.empty() ? row.recovery_reason : row.last_verdict,
+                 slurm);
+    }
   }
   crash_point("recovery.after_drain");
   health_.forget(row.instance_id);

@@ -1,0 +1,619 @@
+#!/usr/bin/env bash
+# Auto-resume against plain Slurm, on the same local cluster in the same run.
+#
+#   bash bench/autoresume/run.sh            # TRIALS (5) auto-resume trials + the peer rows
+#   bash bench/autoresume/run.sh --smoke    # 1 trial, PEER_WAIT 20 s: a quick end-to-end check
+#
+# Env: TRIALS (default 5), PEER_WAIT (default 180 s), BENCH_PORT (endured's port, 7400),
+#      BENCH_CLUSTER_INDEX (default 1: see below), KEEP_HOME=1 (keep the private ENDURE_HOME
+#      even after a clean run).
+# Starts its own endured (private ENDURE_HOME under /tmp) and one cluster "bench-ar"
+# (1 controller + 4 workers, local.c2; plus BENCH_CLUSTER_INDEX-1 placeholder clusters that
+# run nothing), and deletes them and stops endured on exit, whatever happens.
+# Progress goes to stderr; stdout gets a table and, as its very last line, one JSON object.
+# Exit status: 0 every measurement completed (whether or not the target is met), 1 some
+# measurement or the cleanup failed, 2 bad usage or no build, 3 the host is not free for it.
+set -uo pipefail
+
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
+SMOKE=0
+for arg in "$@"; do
+  case "$arg" in
+    --smoke) SMOKE=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "run.sh: unknown argument: $arg" >&2; usage >&2; exit 2 ;;
+  esac
+done
+TRIALS=${TRIALS:-5}
+IDX=${BENCH_CLUSTER_INDEX:-1}
+PEER_WAIT=${PEER_WAIT:-180}
+if [ "$SMOKE" = 1 ]; then TRIALS=1; PEER_WAIT=20; fi
+case "$TRIALS$PEER_WAIT$IDX" in *[!0-9]*|'') echo "run.sh: TRIALS, PEER_WAIT and BENCH_CLUSTER_INDEX must be whole numbers" >&2; exit 2 ;; esac
+[ "$TRIALS" -ge 1 ] || { echo "run.sh: TRIALS must be at least 1" >&2; exit 2; }
+[ "$IDX" -ge 1 ] && [ "$IDX" -le 12 ] || { echo "run.sh: BENCH_CLUSTER_INDEX must be from 1 to 12" >&2; exit 2; }
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=$REPO/build/bin
+PORT=${BENCH_PORT:-7400}
+NAME=bench-ar
+TARGET_S=20
+UNITS=400            # 100 units per rank ...
+UNIT_SECONDS=0.2     # ... of 0.2 s: 20 s of work per rank, well past the fault
+PROGRESS_UNITS=5     # ~1 s of progress on every rank before the fault
+PROGRESS_TIMEOUT=120
+RERUN_TIMEOUT=120
+EVENTS_TIMEOUT=30
+IDLE_TIMEOUT=180
+JOB_END_TIMEOUT=60
+NO_REPAIR_WAIT=$(( PEER_WAIT < 60 ? PEER_WAIT : 60 ))
+
+for b in endured endure; do
+  if [ ! -x "$BIN/$b" ]; then echo "run.sh: no $BIN/$b: build the project first" >&2; exit 2; fi
+done
+if [ "$(id -u)" != 0 ]; then echo "run.sh: needs root (local nodes are namespaces)" >&2; exit 2; fi
+# Our own endured only: never a caller's endpoint or token.
+unset ENDURE_ENDPOINT ENDURE_TOKEN
+
+T0=$(date +%s.%N)
+log() { printf '[bench %6.1fs] %s\n' "$(python3 -c "import time; print(time.time() - $T0)")" "$*" >&2; }
+now() { date +%s.%N; }
+
+# ---- preflight: the port, and the addresses a cluster of index 1 takes ----------------
+if ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q .; then
+  echo "run.sh: port $PORT is in use; set BENCH_PORT to a free one" >&2
+  exit 3
+fi
+# Every endured numbers its clusters from 1 in its own store (the lowest index no cluster of
+# ITS store holds), and the index fixes the node addresses (127.(100+c).g.(s+1)) and the Slurm
+# ports (slurmctld 16000+(c-1)*1281, slurmd above it; slurmd binds 0.0.0.0). So the first
+# cluster of any endured on this host (the integration tests run one or two at a time, with
+# indexes 1 and 2) takes the same ports as the first cluster of ours would, and whichever
+# starts second fails ("Unable to bind listen port"). To live beside them, this bench first
+# can make BENCH_CLUSTER_INDEX-1 placeholder clusters in its own store, whose lifecycle
+# script fails at once (nothing started, no port taken; a Failed cluster keeps its index
+# until it is deleted), so that its real cluster gets index BENCH_CLUSTER_INDEX. The
+# default, 1, makes none: a benchmark runs alone, and this check refuses a busy host.
+PORT_BASE=$(( 16000 + (IDX - 1) * 1281 ))
+if ss -Hltn "( sport >= :$PORT_BASE and sport <= :$((PORT_BASE + 1280)) )" 2>/dev/null | grep -q .; then
+  echo "run.sh: ports $PORT_BASE-$((PORT_BASE + 1280)) (those of a local cluster of index $IDX)" \
+       "are in use, likely by another endured's cluster; set BENCH_CLUSTER_INDEX to a free index" >&2
+  ss -Hltnp "( sport >= :$PORT_BASE and sport <= :$((PORT_BASE + 1280)) )" >&2 || true
+  exit 3
+fi
+
+HOME_DIR=$(mktemp -d /tmp/bench-ar-XXXX)
+export ENDURE_HOME=$HOME_DIR
+RESULTS=$HOME_DIR/results.jsonl
+: >"$RESULTS"
+PY=$HOME_DIR/bench.py
+ENDURED_PID=
+CLUSTERS=()          # every cluster this run created (placeholders first), to delete
+CLEANED=0
+CLEANUP_OK=1
+FAILED=0
+
+endure() { "$BIN/endure" "$@"; }
+# A command on the controller node (where the Slurm client commands are), bounded.
+on_head() { timeout 60 "$BIN/endure" exec --cluster-name "$NAME" --node controller-0 -- bash -c "$1"; }
+
+# endured in its own session, so that a Ctrl-C of this script does not reach it before
+# it has deleted the cluster.
+start_endured() {
+  rm -f "$HOME_DIR/endpoint"
+  setsid "$BIN/endured" --home "$HOME_DIR" --port "$PORT" >>"$HOME_DIR/endured.log" 2>&1 &
+  ENDURED_PID=$!
+  for _ in $(seq 100); do
+    [ -s "$HOME_DIR/endpoint" ] && return 0
+    kill -0 "$ENDURED_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  return 1
+}
+
+cleanup() {
+  [ "$CLEANED" = 1 ] && return 0
+  CLEANED=1
+  if [ "${#CLUSTERS[@]}" -gt 0 ] && ! { [ -n "$ENDURED_PID" ] && kill -0 "$ENDURED_PID" 2>/dev/null; }; then
+    log "cleanup: endured is gone; starting it again to delete the cluster"
+    start_endured || log "cleanup: endured did not start again (see $HOME_DIR/endured.log)"
+  fi
+  if [ -n "$ENDURED_PID" ] && kill -0 "$ENDURED_PID" 2>/dev/null; then
+    local i c
+    for (( i = ${#CLUSTERS[@]} - 1; i >= 0; i-- )); do
+      c=${CLUSTERS[$i]}
+      log "cleanup: delete-cluster $c"
+      if ! timeout 400 "$BIN/endure" delete-cluster --cluster-name "$c" --wait \
+           --wait-timeout 360 >>"$HOME_DIR/cleanup.log" 2>&1; then
+        CLEANUP_OK=0
+        log "cleanup: delete-cluster $c failed (see $HOME_DIR/cleanup.log)"
+      fi
+    done
+    log "cleanup: stop endured (pid $ENDURED_PID)"
+    kill "$ENDURED_PID" 2>/dev/null
+    for _ in $(seq 150); do kill -0 "$ENDURED_PID" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$ENDURED_PID" 2>/dev/null; then
+      log "cleanup: endured did not stop in 15 s; SIGKILL"
+      kill -9 "$ENDURED_PID" 2>/dev/null
+      CLEANUP_OK=0
+    fi
+    wait "$ENDURED_PID" 2>/dev/null
+  fi
+  # Instances outlive endured: make sure none of ours is left.
+  local left
+  left=$(pgrep -a -f -- "$HOME_DIR" || true)
+  if [ -n "$left" ]; then
+    CLEANUP_OK=0
+    log "cleanup: processes of $HOME_DIR still run:"
+    printf '%s\n' "$left" >&2
+  fi
+}
+on_exit() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  cleanup
+  if [ "$CLEANUP_OK" != 1 ]; then rc=1; note "cleanup was not clean: see the log above"; fi
+  [ "$rc" = 0 ] || note "the run stopped early or a measurement failed (exit status $rc)"
+  local keep=0
+  if [ "$rc" != 0 ] || [ "${KEEP_HOME:-0}" = 1 ]; then
+    keep=1
+    log "kept $HOME_DIR (endured.log, cli.log, results.jsonl, events, the cluster's fsx)"
+  fi
+  # The report comes after everything is stopped, so that its JSON is the very last line.
+  if [ -s "$PY" ]; then
+    python3 "$PY" report "$RESULTS" "$TRIALS" "$PEER_WAIT" "$TARGET_S" "$SMOKE" "$NO_REPAIR_WAIT"
+  fi
+  [ "$keep" = 1 ] || rm -rf --one-file-system "$HOME_DIR" 2>/dev/null || true
+  exit "$rc"
+}
+trap on_exit EXIT
+trap 'log "interrupted"; exit 130' INT TERM HUP
+
+# ---- the Python helper: files, events, statistics, the report ---------------------------
+cat >"$PY" <<'PYEOF'
+import json, os, statistics, sys
+from datetime import datetime
+
+def lines(path):
+    out = []
+    try:
+        with open(path) as f:
+            for l in f:
+                try:
+                    j = json.loads(l)
+                except ValueError:
+                    continue
+                if isinstance(j, dict):
+                    out.append(j)
+    except OSError:
+        pass
+    return out
+
+def count_lines(path):
+    try:
+        with open(path) as f:
+            return sum(1 for l in f if l.strip())
+    except OSError:
+        return 0
+
+def epoch(iso):
+    return datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=__import__("datetime").timezone.utc).timestamp()
+
+def r3(x):
+    return None if x is None else round(x, 3)
+
+cmd = sys.argv[1]
+if cmd == "progress":            # DIR JOB MIN_UNITS: every rank started (this job) and did MIN_UNITS
+    d, job, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    ranks = {s.get("rank") for s in lines(os.path.join(d, "starts.log")) if str(s.get("job")) == job}
+    ok = ranks >= {0, 1, 2, 3} and all(count_lines(os.path.join(d, "done-%d.log" % r)) >= n for r in range(4))
+    sys.exit(0 if ok else 1)
+elif cmd == "rerun":             # DIR T_FAULT MODE: ours = count==1 on all 4 ranks; peer = any start after the fault
+    d, tf, mode = sys.argv[2], float(sys.argv[3]), sys.argv[4]
+    s = lines(os.path.join(d, "starts.log"))
+    if mode == "ours":
+        r = [x for x in s if x.get("count") == 1]
+        if {x.get("rank") for x in r} >= {0, 1, 2, 3}:
+            first = min(r, key=lambda x: x["time"])
+            print(json.dumps({"fault_to_rerun_s": round(first["time"] - tf, 3), "rerun_starts": len(r),
+                              "reason": first.get("reason", "")}))
+            sys.exit(0)
+    else:
+        r = [x for x in s if x.get("time", 0) > tf]
+        if r:
+            print(json.dumps({"fault_to_rerun_s": round(min(x["time"] for x in r) - tf, 3),
+                              "restart_ranks_seen": len({x.get("rank") for x in r})}))
+            sys.exit(0)
+    sys.exit(1)
+elif cmd == "events":            # EVENTS_JSON T_FAULT NODE JOB NEED: seconds from the fault to each event
+    ev = json.load(open(sys.argv[2])).get("Events", [])
+    tf, node, job, need = float(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6].split(",")
+    def first(typ, pred=lambda e: True):
+        for e in ev:
+            if e.get("EventType") == typ and pred(e):
+                return epoch(e["EventTime"]) - tf
+        return None
+    out = {
+        "fault_injected_s": first("FaultInjected", lambda e: e.get("NodeName") == node),
+        "detected_s": first("NodeUnhealthy", lambda e: e.get("NodeName") == node),
+        "node_back_s": first("NodeReturnedToService", lambda e: e.get("NodeName") == node),
+        "resume_requested_s": first("AutoResumeRequested", lambda e: e.get("Description", "").startswith("job %s:" % job)),
+        "job_ready_s": first("AutoResumeReady", lambda e: e.get("Description", "").startswith("job %s:" % job)),
+    }
+    out = {k: r3(v) for k, v in out.items()}
+    print(json.dumps(out))
+    sys.exit(0 if all(out.get(k) is not None for k in need if k) else 1)
+elif cmd == "maxid":             # EVENTS_JSON: the newest event id
+    ev = json.load(open(sys.argv[2])).get("Events", [])
+    print(max([e.get("EventId", 0) for e in ev] + [0]))
+elif cmd == "arn-id":            # DESCRIBE_JSON: the cluster id (last part of ClusterArn)
+    print(json.load(open(sys.argv[2]))["ClusterArn"].rsplit("/", 1)[-1])
+elif cmd == "field":             # JSON_FILE KEY
+    print(json.load(open(sys.argv[2])).get(sys.argv[3], ""))
+elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE NO_REPAIR_WAIT
+    rows = lines(sys.argv[2])
+    trials_wanted, peer_wait, target, smoke, nr_wait = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6] == "1", int(sys.argv[7])
+    ours = [r for r in rows if r.get("kind") == "ours"]
+    peer = next((r for r in rows if r.get("kind") == "peer"), None)
+    nrep = next((r for r in rows if r.get("kind") == "peer_no_repair"), None)
+    notes = [r.get("note") for r in rows if r.get("kind") == "note"]
+    f = lambda x: "-" if x is None else "%.1f" % x
+    print()
+    print("auto-resume vs plain Slurm requeue, same local cluster (1 controller + 4 x local.c2), same fault (crash)")
+    print("times in seconds from the fault (the moment before `endure debug inject-fault --kind crash`)")
+    print()
+    hdr = "%-24s %-22s %10s %11s %11s %14s" % ("trial", "node", "->detected", "->node back", "->job ready", "->re-run start")
+    print(hdr)
+    print("-" * len(hdr))
+    for r in ours:
+        node = r["node"] + (" (batch host)" if r.get("batch_host") else "")
+        rr = f(r.get("fault_to_rerun_s")) if r.get("rerun") else "none in %ds" % r.get("waited_s", 0)
+        print("%-24s %-22s %10s %11s %11s %14s" % ("auto-resume #%d" % r["trial"], node, f(r.get("detected_s")),
+              f(r.get("node_back_s")), f(r.get("job_ready_s")), rr))
+    vals = [r["fault_to_rerun_s"] for r in ours if r.get("rerun")]
+    med = statistics.median(vals) if vals else None
+    mn = min(vals) if vals else None
+    mx = max(vals) if vals else None
+    if vals:
+        print("%-24s %-22s %10s %11s %11s %14s" % ("auto-resume median", "(%d of %d re-ran)" % (len(vals), len(ours)), "", "", "", f(med)))
+        print("%-24s %-22s %10s %11s %11s %14s" % ("auto-resume min / max", "", "", "", "", "%s / %s" % (f(mn), f(mx))))
+    for label, r in (("plain Slurm requeue", peer), ("plain Slurm, no repair", nrep)):
+        if not r:
+            continue
+        rr = f(r.get("fault_to_rerun_s")) if r.get("restarted") else "none in %.0fs" % r.get("waited_s", 0)
+        print("%-24s %-22s %10s %11s %11s %14s" % (label, r["node"], f(r.get("detected_s")), f(r.get("node_back_s")), "n/a", rr))
+    print()
+    print("->detected: NodeUnhealthy event; ->node back: NodeReturnedToService (the node replaced);")
+    print("->job ready: AutoResumeReady; ->re-run start: the first start of the step again, from its")
+    print("  starts.log (auto-resume: ENDURE_AUTO_RESUME_COUNT=1 seen on all 4 ranks).")
+    if any(r.get("batch_host") for r in ours):
+        print("(batch host): the job's first node, where the batch script runs: endured requeues the job")
+        print("  under the same id and makes it eligible at once; elsewhere it grows the job back.")
+    if peer:
+        print("plain Slurm requeue: sbatch --requeue --no-kill=off, srun without --auto-resume; endure still")
+        print("  repairs (replaces) the crashed node here, so the requeued job can run again on 4 nodes;")
+        print("  Slurm holds a requeued job ~120 s (BeginTime) before it is eligible. Job state at the end")
+        print("  of the wait: %s" % (peer.get("state_after") or "-"))
+    else:
+        print("plain Slurm requeue: not measured (see notes)")
+    if nrep:
+        print("plain Slurm, no repair: the same job after `endure update-cluster --node-recovery None`:")
+        print("  endured only drains the crashed node (not DOWN), so the job ends when Slurm itself finds the")
+        print("  node dead (SlurmdTimeout 15 s + its ping cycle), and the requeued job then needs 4 nodes")
+        print("  where 3 are left: it cannot restart. Waited min(PEER_WAIT, 60) = %d s." % nr_wait)
+        print("  Job state at the end of the wait: %s" % (nrep.get("state_after") or "-"))
+    ratio = None
+    lower = False
+    if peer and med:
+        if peer.get("restarted"):
+            ratio = peer["fault_to_rerun_s"] / med
+        else:
+            ratio = peer_wait / med
+            lower = True
+    if ratio is not None:
+        if lower:
+            print("ratio (lower bound: plain Slurm had not restarted after PEER_WAIT = %d s): >= %.1fx  (PEER_WAIT / our median)" % (peer_wait, ratio))
+        else:
+            print("ratio plain Slurm requeue / our median fault->re-run: %.1fx" % ratio)
+    else:
+        print("ratio: not available")
+    met = med is not None and med <= target and len(vals) == len(ours) == trials_wanted
+    print("target: median fault->re-run <= %d s: %s" % (target, "met" if met else "not met"))
+    if smoke:
+        print("(smoke run: 1 trial, PEER_WAIT 20 s: a check that the bench works, not a measurement)")
+    for n in notes:
+        print("note: " + n)
+    out = {
+        "bench": "autoresume",
+        "smoke": smoke,
+        "trials_requested": trials_wanted,
+        "trials": ours,
+        "ours_median_s": r3(med), "ours_min_s": r3(mn), "ours_max_s": r3(mx),
+        "peer_requeue_s": r3(peer.get("fault_to_rerun_s")) if peer and peer.get("restarted") else None,
+        "peer_requeue_restarted": bool(peer and peer.get("restarted")),
+        "peer_waited_s": r3(peer.get("waited_s")) if peer else None,
+        "peer_wait_s": peer_wait,
+        "peer": peer,
+        "peer_no_repair": nrep,
+        "ratio": r3(ratio), "ratio_is_lower_bound": lower,
+        "target_s": int(target), "target_met": met,
+        "notes": notes,
+    }
+    print(json.dumps(out, separators=(",", ":")))
+PYEOF
+
+note() { python3 -c 'import json,sys; print(json.dumps({"kind":"note","note":sys.argv[1]}))' "$1" >>"$RESULTS"; log "note: $1"; }
+events_file() { # AFTER_ID FILE: the cluster's events after AFTER_ID, as JSON
+  timeout 30 "$BIN/endure" list-cluster-events --cluster-name "$NAME" \
+    --cli-input-json "{\"AfterEventId\": $1, \"MaxResults\": 10000}" >"$2" 2>>"$HOME_DIR/cli.log"
+}
+mark_events() { events_file 0 "$HOME_DIR/ev-all.json" && python3 "$PY" maxid "$HOME_DIR/ev-all.json"; }
+
+# All 4 workers idle in Slurm (nothing running, nothing drained), within $1 seconds.
+wait_workers_idle() {
+  local deadline=$(( $(date +%s) + $1 )) out n
+  while :; do
+    out=$(on_head "sinfo -h -N -o '%n %t'" 2>/dev/null | sort -u)
+    n=$(awk '$1 ~ /^worker-[0-3]$/ && $2 == "idle"' <<<"$out" | wc -l)
+    [ "$n" -ge 4 ] && return 0
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "timeout: the workers are not all idle after $1 s: $(tr '\n' ' ' <<<"$out")"
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+job_state() { on_head "squeue -h -j $1 -o '%T %r' 2>/dev/null" 2>/dev/null | head -n 1; }
+# The job gone from the queue (or ended), within $2 seconds.
+wait_job_gone() {
+  local deadline=$(( $(date +%s) + $2 )) st
+  while :; do
+    st=$(job_state "$1")
+    case "$st" in ""|COMPLETED*|CANCELLED*|FAILED*|TIMEOUT*|NODE_FAIL*|PREEMPTED*|OUT_OF_MEMORY*|BOOT_FAIL*|DEADLINE*) return 0 ;; esac
+    if [ "$(date +%s)" -ge "$deadline" ]; then log "timeout: job $1 still '$st' after $2 s"; return 1; fi
+    sleep 1
+  done
+}
+
+# Submits RUN's job script (on /fsx) with sbatch ARGS; prints the job id.
+submit() {
+  local run=$1; shift
+  on_head "sbatch --parsable $* /fsx/$run/job.sbatch" 2>>"$HOME_DIR/cli.log" | tr -d '[:space:]' | cut -d';' -f1
+}
+write_job() { # RUN SRUN_OPTS
+  mkdir -p "$FSX/$1"
+  cat >"$FSX/$1/job.sbatch" <<EOF
+#!/bin/bash
+#SBATCH -N4
+#SBATCH --job-name=$1
+#SBATCH --output=/fsx/$1/job-%j.out
+echo "job \$SLURM_JOB_ID restart \${SLURM_RESTART_COUNT:-0} on \$SLURM_JOB_NODELIST"
+srun $2 -N4 python3 /fsx/units.py --dir /fsx/$1 --units $UNITS --unit-seconds $UNIT_SECONDS
+echo "srun rc=\$?"
+EOF
+}
+wait_progress() { # RUN JOB: every rank started and ~1 s of progress, within PROGRESS_TIMEOUT
+  local deadline=$(( $(date +%s) + PROGRESS_TIMEOUT ))
+  until python3 "$PY" progress "$FSX/$1" "$2" "$PROGRESS_UNITS"; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "timeout: job $2 made no progress on every rank in $PROGRESS_TIMEOUT s (state: $(job_state "$2"))"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+inject() { # NODE; prints the fault time (epoch s, taken just before the call)
+  local t
+  t=$(now)
+  if ! timeout 30 "$BIN/endure" debug inject-fault --cluster-name "$NAME" --node "$1" --kind crash \
+       >>"$HOME_DIR/cli.log" 2>&1; then
+    return 1
+  fi
+  echo "$t"
+}
+batch_host() { on_head "squeue -h -j $1 -o %B" 2>/dev/null | tr -d '[:space:]'; }
+
+# ---- endured and the cluster ------------------------------------------------------------
+log "ENDURE_HOME=$HOME_DIR, endured on port $PORT, trials=$TRIALS, PEER_WAIT=$PEER_WAIT s$([ "$SMOKE" = 1 ] && echo ' (smoke)')"
+if ! start_endured; then
+  log "endured did not start:"; tail -n 20 "$HOME_DIR/endured.log" >&2
+  exit 1
+fi
+log "endured (pid $ENDURED_PID) serves $(cat "$HOME_DIR/endpoint")"
+
+python3 - "$REPO/examples/lifecycle/base-config" "$NAME" >"$HOME_DIR/spec.json" <<'EOF'
+import json, sys
+lc = {"SourceS3Uri": sys.argv[1], "OnCreate": "on_create.sh"}
+print(json.dumps({"ClusterName": sys.argv[2], "NodeRecovery": "Automatic", "InstanceGroups": [
+    {"InstanceGroupName": "controller", "InstanceType": "local.c2", "InstanceCount": 1, "LifeCycleConfig": lc, "ThreadsPerCore": 1},
+    {"InstanceGroupName": "worker", "InstanceType": "local.c2", "InstanceCount": 4, "LifeCycleConfig": lc, "ThreadsPerCore": 1}]}, indent=1))
+EOF
+# The placeholders (see the top): they take indexes 1 .. IDX-1 of this endured's store.
+if [ "$IDX" -gt 1 ]; then
+  mkdir -p "$HOME_DIR/hold-lc"
+  cp "$REPO/examples/lifecycle/base-config/provisioning_parameters.json" "$HOME_DIR/hold-lc/"
+  printf '#!/bin/bash\necho "bench placeholder: holds a cluster index, starts nothing"\nexit 1\n' \
+    >"$HOME_DIR/hold-lc/on_create.sh"
+  for h in $(seq 1 $((IDX - 1))); do
+    python3 - "$HOME_DIR/hold-lc" "$NAME-hold-$h" >"$HOME_DIR/hold-$h.json" <<'EOF'
+import json, sys
+lc = {"SourceS3Uri": sys.argv[1], "OnCreate": "on_create.sh"}
+print(json.dumps({"ClusterName": sys.argv[2], "NodeRecovery": "None", "InstanceGroups": [
+    {"InstanceGroupName": "controller", "InstanceType": "local.c1", "InstanceCount": 1, "LifeCycleConfig": lc},
+    {"InstanceGroupName": "worker", "InstanceType": "local.c1", "InstanceCount": 0, "LifeCycleConfig": lc}]}))
+EOF
+    CLUSTERS+=("$NAME-hold-$h")
+    # It fails by design (exit status 1); it only has to exist, Failed.
+    timeout 150 "$BIN/endure" create-cluster --cli-input-json "file://$HOME_DIR/hold-$h.json" --wait \
+      --wait-timeout 120 >>"$HOME_DIR/cli.log" 2>&1
+    st=$(timeout 30 "$BIN/endure" describe-cluster --cluster-name "$NAME-hold-$h" 2>>"$HOME_DIR/cli.log" \
+         | python3 -c 'import json,sys; print(json.load(sys.stdin).get("ClusterStatus",""))' 2>/dev/null)
+    if [ "$st" != Failed ]; then
+      log "placeholder cluster $NAME-hold-$h is '$st', not Failed (see $HOME_DIR/cli.log)"; exit 1
+    fi
+  done
+  log "placeholder clusters $NAME-hold-1..$((IDX - 1)) hold indexes 1..$((IDX - 1)) (Failed by design; nothing runs)"
+fi
+
+log "create-cluster $NAME (1 controller + 4 workers), index $IDX: slurmctld port $PORT_BASE"
+tc=$(now)
+CLUSTERS+=("$NAME")
+if ! timeout 660 "$BIN/endure" create-cluster --cli-input-json "file://$HOME_DIR/spec.json" --wait \
+     --wait-timeout 600 >"$HOME_DIR/create.log" 2>&1; then
+  log "create-cluster failed:"; tail -n 20 "$HOME_DIR/create.log" >&2
+  exit 1
+fi
+log "cluster InService in $(python3 -c "print('%.1f' % ($(now) - $tc))") s"
+timeout 30 "$BIN/endure" describe-cluster --cluster-name "$NAME" >"$HOME_DIR/describe.json" || exit 1
+ctld_port=$(python3 "$PY" field "$HOME_DIR/describe.json" SlurmctldPort)
+if [ "$ctld_port" != "$PORT_BASE" ]; then
+  log "the cluster's slurmctld port is $ctld_port, not $PORT_BASE (index $IDX)"; exit 1
+fi
+FSX=$HOME_DIR/clusters/$(python3 "$PY" arn-id "$HOME_DIR/describe.json")/fsx
+[ -d "$FSX" ] || { log "no shared folder at $FSX"; exit 1; }
+cp "$REPO/tests/integration/jobs/units.py" "$FSX/units.py"
+if ! wait_workers_idle "$IDLE_TIMEOUT"; then exit 1; fi
+
+# ---- ours: srun --auto-resume=1 ----------------------------------------------------------
+node_for_trial() { # worker-0 (the batch host) in trial 4, the others in turn elsewhere
+  local i=$1 others=(worker-2 worker-1 worker-3)
+  if [ "$i" -eq 4 ]; then echo worker-0; return; fi
+  [ "$i" -gt 4 ] && i=$((i - 1))
+  echo "${others[$(( (i - 1) % 3 ))]}"
+}
+MEASURE_OK=1
+for trial in $(seq 1 "$TRIALS"); do
+  node=$(node_for_trial "$trial")
+  figs=""
+  run=ar-$trial
+  write_job "$run" "--auto-resume=1"
+  job=$(submit "$run")
+  if ! [[ "$job" =~ ^[0-9]+$ ]]; then log "trial $trial: sbatch failed (see $HOME_DIR/cli.log)"; MEASURE_OK=0; break; fi
+  log "trial $trial: job $job ($run), fault: crash $node"
+  if ! wait_progress "$run" "$job"; then MEASURE_OK=0; break; fi
+  bh=$(batch_host "$job")
+  mark=$(mark_events) || mark=0
+  if ! tf=$(inject "$node"); then log "trial $trial: inject-fault failed (see $HOME_DIR/cli.log)"; MEASURE_OK=0; break; fi
+  log "trial $trial: crashed $node (batch host: ${bh:-?})"
+  deadline=$(python3 -c "print($tf + $RERUN_TIMEOUT)")
+  rerun=""
+  while :; do
+    if rerun=$(python3 "$PY" rerun "$FSX/$run" "$tf" ours); then break; fi
+    rerun=""
+    python3 -c "import sys,time; sys.exit(0 if time.time() < $deadline else 1)" || break
+    sleep 0.2
+  done
+  waited=$(python3 -c "print(round($(now) - $tf, 1))")
+  # The events (detect, node back, job ready) are there by the re-run; allow a little more.
+  ev=$HOME_DIR/ev-trial-$trial.json
+  need="detected_s,node_back_s,job_ready_s"
+  [ -z "$rerun" ] && need=""
+  evdeadline=$(( $(date +%s) + EVENTS_TIMEOUT ))
+  while :; do
+    if events_file "$mark" "$ev" && figs=$(python3 "$PY" events "$ev" "$tf" "$node" "$job" "$need"); then break; fi
+    if [ "$(date +%s)" -ge "$evdeadline" ]; then log "trial $trial: not every event came in $EVENTS_TIMEOUT s"; break; fi
+    sleep 1
+  done
+  [ -n "${figs:-}" ] || figs='{}'
+  python3 - "$trial" "$node" "$job" "$bh" "$rerun" "$waited" "$figs" >>"$RESULTS" <<'EOF'
+import json, sys
+trial, node, job, bh, rerun, waited, figs = sys.argv[1:]
+r = {"kind": "ours", "trial": int(trial), "node": node, "job": int(job), "batch_host": bh == node}
+r.update(json.loads(figs))
+if rerun:
+    r["rerun"] = True
+    r.update(json.loads(rerun))
+else:
+    r.update({"rerun": False, "fault_to_rerun_s": None, "waited_s": float(waited)})
+print(json.dumps(r))
+EOF
+  if [ -n "$rerun" ]; then
+    log "trial $trial: re-run started $(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["fault_to_rerun_s"])' "$rerun") s after the fault; events: $figs"
+  else
+    log "trial $trial: no re-run within $RERUN_TIMEOUT s (job state: $(job_state "$job")); events: $figs"
+    MEASURE_OK=0
+  fi
+  on_head "scancel $job" >/dev/null 2>&1
+  wait_job_gone "$job" "$JOB_END_TIMEOUT" || MEASURE_OK=0
+  if ! wait_workers_idle "$IDLE_TIMEOUT"; then MEASURE_OK=0; break; fi
+done
+
+# ---- the peer: plain Slurm requeue (endure still repairs the node) ------------------------
+# One measured fault under a plain requeueable job: returns 0 when it was measured.
+peer_trial() { # KIND RUN WAIT_S
+  local kind=$1 run=$2 wait_s=$3 node=worker-2 job bh mark tf deadline restart waited st ev figs
+  write_job "$run" ""
+  job=$(submit "$run" --requeue --no-kill=off)
+  if ! [[ "$job" =~ ^[0-9]+$ ]]; then log "$kind: sbatch failed (see $HOME_DIR/cli.log)"; return 1; fi
+  log "$kind: job $job ($run: sbatch --requeue --no-kill=off, srun without --auto-resume), fault: crash $node"
+  wait_progress "$run" "$job" || { on_head "scancel $job" >/dev/null 2>&1; return 1; }
+  mark=$(mark_events) || mark=0
+  tf=$(inject "$node") || { log "$kind: inject-fault failed"; on_head "scancel $job" >/dev/null 2>&1; return 1; }
+  log "$kind: crashed $node; waiting up to $wait_s s for the requeued job to start its step again"
+  deadline=$(python3 -c "print($tf + $wait_s)")
+  restart=""
+  while :; do
+    if restart=$(python3 "$PY" rerun "$FSX/$run" "$tf" peer); then break; fi
+    restart=""
+    python3 -c "import sys,time; sys.exit(0 if time.time() < $deadline else 1)" || break
+    sleep 0.5
+  done
+  waited=$(python3 -c "print(round($(now) - $tf, 3))")
+  st=$(job_state "$job")
+  ev=$HOME_DIR/ev-$kind.json
+  events_file "$mark" "$ev" && figs=$(python3 "$PY" events "$ev" "$tf" "$node" "$job" "")
+  [ -n "${figs:-}" ] || figs='{}'
+  python3 - "$kind" "$node" "$job" "$restart" "$waited" "$wait_s" "$st" "$figs" >>"$RESULTS" <<'EOF'
+import json, sys
+kind, node, job, restart, waited, wait_s, st, figs = sys.argv[1:]
+f = json.loads(figs)
+r = {"kind": kind, "node": node, "job": int(job), "wait_limit_s": int(wait_s), "waited_s": float(waited),
+     "state_after": st, "detected_s": f.get("detected_s"), "node_back_s": f.get("node_back_s")}
+if restart:
+    r["restarted"] = True
+    r.update(json.loads(restart))
+else:
+    r.update({"restarted": False, "fault_to_rerun_s": None})
+print(json.dumps(r))
+EOF
+  if [ -n "$restart" ]; then
+    log "$kind: the step started again $(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["fault_to_rerun_s"])' "$restart") s after the fault"
+  else
+    log "$kind: not restarted after $waited s (job: ${st:-gone}); events: $figs"
+  fi
+  on_head "scancel $job" >/dev/null 2>&1
+  wait_job_gone "$job" "$JOB_END_TIMEOUT"
+}
+
+if [ "$MEASURE_OK" = 1 ]; then
+  if peer_trial peer peer-requeue "$PEER_WAIT"; then
+    # The crashed node is being (or has been) replaced: wait for it before the next row.
+    wait_workers_idle "$IDLE_TIMEOUT" || MEASURE_OK=0
+  else
+    MEASURE_OK=0
+  fi
+else
+  note "the auto-resume trials did not all complete; the peer rows were skipped"
+fi
+
+# ---- the peer without node repair (last: it leaves a drained node) -----------------------
+if [ "$MEASURE_OK" = 1 ]; then
+  # update-cluster wants a group count along with --node-recovery: the workers keep their 4.
+  if timeout 150 "$BIN/endure" update-cluster --cluster-name "$NAME" --node-recovery None \
+       --instance-group-name worker --instance-count 4 --wait --wait-timeout 120 \
+       >>"$HOME_DIR/cli.log" 2>&1; then
+    timeout 30 "$BIN/endure" describe-cluster --cluster-name "$NAME" >"$HOME_DIR/describe2.json"
+    nr=$(python3 "$PY" field "$HOME_DIR/describe2.json" NodeRecovery 2>/dev/null)
+    log "peer_no_repair: NodeRecovery is now '${nr:-?}'"
+    if [ "$nr" = None ]; then
+      peer_trial peer_no_repair peer-norepair "$NO_REPAIR_WAIT" || MEASURE_OK=0
+    else
+      note "update-cluster --node-recovery None did not show in describe-cluster ('$nr'); the no-repair row was skipped"
+    fi
+  else
+    note "update-cluster --node-recovery None failed (see cli.log); the no-repair row was skipped"
+  fi
+fi
+
+[ "$MEASURE_OK" = 1 ] || FAILED=1
+exit "$FAILED"   # on_exit stops everything, then prints the report
