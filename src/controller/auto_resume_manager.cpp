@@ -14,6 +14,14 @@ namespace {
 
 Error validation(const std::string& text) { return make_error(api::kValidationException, text); }
 
+Result<long long> job_id_of(const json& request) {
+  if (!request.contains("JobId") || !request["JobId"].is_number_integer() ||
+      request["JobId"].get<long long>() <= 0) {
+    return validation("JobId: must be a positive integer");
+  }
+  return request["JobId"].get<long long>();
+}
+
 bool job_ended(const std::string& state) {
   return state != "PENDING" && state != "RUNNING" && state != "CONFIGURING" &&
          state != "REQUEUED" && state != "REQUEUE_HOLD" && state != "REQUEUE_FED" &&
@@ -84,11 +92,9 @@ StepNode AutoResumeManager::step_node(const store::ClusterRow& cluster, const st
 }
 
 Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, const json& request) {
-  if (!request.contains("JobId") || !request["JobId"].is_number_integer() ||
-      request["JobId"].get<long long>() <= 0) {
-    return validation("JobId: must be a positive integer");
-  }
-  long long job_id = request["JobId"].get<long long>();
+  auto job = job_id_of(request);
+  if (!job) return job.error();
+  long long job_id = *job;
   std::vector<std::string> names;
   if (request.contains("Nodes") && request["Nodes"].is_array() && !request["Nodes"].empty()) {
     for (const auto& n : request["Nodes"]) {
@@ -165,11 +171,9 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
 }
 
 Result<json> AutoResumeManager::status(const store::ClusterRow& cluster, const json& request) {
-  if (!request.contains("JobId") || !request["JobId"].is_number_integer() ||
-      request["JobId"].get<long long>() <= 0) {
-    return validation("JobId: must be a positive integer");
-  }
-  return auto_resume_status_json(store_.auto_resume(cluster.id, request["JobId"].get<long long>()),
+  auto job = job_id_of(request);
+  if (!job) return job.error();
+  return auto_resume_status_json(store_.auto_resume(cluster.id, *job),
                                  config_.auto_resume_max_resumes);
 }
 

@@ -258,6 +258,36 @@ TEST_F(AutoResume, TheOptionBelongsToSrun) {
 }
 
 
+// endured killed (kill -9) right after the fault and started again: the supervisor waits
+// for it, and the stored records carry the resume through.
+TEST_F(AutoResume, AControllerKilledDuringTheResumeStillResumesTheStep) {
+  start(kRanks);
+  Endured& e = *e_;
+  const int units = kRanks * 12;
+  long long job = submit(units);
+  ASSERT_GT(job, 0);
+  ASSERT_TRUE(wait_progress(2)) << job_output(job);
+  ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-2", "--kind",
+                   "crash"}).exit_code, 0);
+  // Let the failure reach the supervisor, then take endured away for a while.
+  ASSERT_TRUE(wait_until([&] { return job_output(job).find("auto_resume:") != std::string::npos; },
+                         30s))
+      << job_output(job);
+  e.kill9();
+  reap_orphan_instances();
+  std::this_thread::sleep_for(3s);
+  e.start();
+  ASSERT_TRUE(wait_job_end(job)) << job_output(job) << status(job).dump();
+  std::string output = job_output(job);
+  EXPECT_NE(output.find("srun rc=0"), std::string::npos) << output;
+  auto st = status(job);
+  EXPECT_EQ(st["ResumeCount"], 1) << st.dump();
+  int reruns = 0;
+  for (const auto& s : json_lines(fsx_ / "run" / "starts.log")) reruns += s["count"] == 1;
+  EXPECT_EQ(reruns, kRanks) << output;
+  expect_units_done_once_past_checkpoints(units, 1);
+}
+
 // The PyTorch example (examples/pytorch/train_ddp.py, gloo, two ranks on two nodes) resumes
 // through auto-resume: after a worker crash its loss goes on from the checkpointed step,
 // the same loss, step for step, as the run before the crash.
