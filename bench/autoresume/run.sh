@@ -57,6 +57,17 @@ unset ENDURE_ENDPOINT ENDURE_TOKEN
 T0=$(date +%s.%N)
 log() { printf '[bench %6.1fs] %s\n' "$(python3 -c "import time; print(time.time() - $T0)")" "$*" >&2; }
 now() { date +%s.%N; }
+# Prints the re-run's figures once the step of run RUN started again after the fault at TF
+# (KIND ours|peer), polling every INTERVAL s for at most LIMIT s; fails when it did not.
+wait_rerun() {
+  local run=$1 tf=$2 kind=$3 limit=$4 interval=$5 deadline figures
+  deadline=$(python3 -c "print($tf + $limit)")
+  while :; do
+    if figures=$(python3 "$PY" rerun "$FSX/$run" "$tf" "$kind"); then echo "$figures"; return 0; fi
+    python3 -c "import sys,time; sys.exit(0 if time.time() < $deadline else 1)" || return 1
+    sleep "$interval"
+  done
+}
 
 # ---- preflight: the port, and the addresses a cluster of index 1 takes ----------------
 if ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q .; then
@@ -495,14 +506,7 @@ for trial in $(seq 1 "$TRIALS"); do
   mark=$(mark_events) || mark=0
   if ! tf=$(inject "$node"); then log "trial $trial: inject-fault failed (see $HOME_DIR/cli.log)"; MEASURE_OK=0; break; fi
   log "trial $trial: crashed $node (batch host: ${bh:-?})"
-  deadline=$(python3 -c "print($tf + $RERUN_TIMEOUT)")
-  rerun=""
-  while :; do
-    if rerun=$(python3 "$PY" rerun "$FSX/$run" "$tf" ours); then break; fi
-    rerun=""
-    python3 -c "import sys,time; sys.exit(0 if time.time() < $deadline else 1)" || break
-    sleep 0.2
-  done
+  rerun=$(wait_rerun "$run" "$tf" ours "$RERUN_TIMEOUT" 0.2) || rerun=""
   waited=$(python3 -c "print(round($(now) - $tf, 1))")
   # The events (detect, node back, job ready) are there by the re-run; allow a little more.
   ev=$HOME_DIR/ev-trial-$trial.json
@@ -550,14 +554,7 @@ peer_trial() { # KIND RUN WAIT_S
   mark=$(mark_events) || mark=0
   tf=$(inject "$node") || { log "$kind: inject-fault failed"; on_head "scancel $job" >/dev/null 2>&1; return 1; }
   log "$kind: crashed $node; waiting up to $wait_s s for the requeued job to start its step again"
-  deadline=$(python3 -c "print($tf + $wait_s)")
-  restart=""
-  while :; do
-    if restart=$(python3 "$PY" rerun "$FSX/$run" "$tf" peer); then break; fi
-    restart=""
-    python3 -c "import sys,time; sys.exit(0 if time.time() < $deadline else 1)" || break
-    sleep 0.5
-  done
+  restart=$(wait_rerun "$run" "$tf" peer "$wait_s" 0.5) || restart=""
   waited=$(python3 -c "print(round($(now) - $tf, 3))")
   st=$(job_state "$job")
   ev=$HOME_DIR/ev-$kind.json

@@ -301,7 +301,8 @@ def main():
 
     # On an endure local cluster every node shares the host's network namespace and its
     # hostnames resolve to 127.x addresses, so gloo must use the loopback interface. On a
-    # real cluster leave GLOO_SOCKET_IFNAME unset, or set it to the NIC between nodes.
+    # real cluster delete this line (gloo then uses the interface of the host's address)
+    # or export GLOO_SOCKET_IFNAME=<the NIC between the nodes> before srun.
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
 
     dist.init_process_group(backend="gloo",

@@ -70,6 +70,14 @@ class AutoResume : public ClusterFixture {
     return std::atoll(out.out.c_str());
   }
 
+  // A cluster of kRanks workers running the units job, every rank past its second unit.
+  void start_running_job(int units, long long* job) {
+    start(kRanks);
+    *job = submit(units);
+    ASSERT_GT(*job, 0);
+    ASSERT_TRUE(wait_progress(2)) << job_output(*job);
+  }
+
   // Waits until every rank has done at least `units` units.
   bool wait_progress(size_t units, std::chrono::seconds timeout = 60s) {
     return wait_until(
@@ -130,12 +138,10 @@ class AutoResumeFault : public AutoResume, public ::testing::WithParamInterface<
 
 TEST_P(AutoResumeFault, ReRunsTheStepInTheSameJobOnTheRepairedNode) {
   const auto& c = GetParam();
-  start(kRanks);
-  Endured& e = *e_;
   const int units = kRanks * 12;
-  long long job = submit(units);
-  ASSERT_GT(job, 0);
-  ASSERT_TRUE(wait_progress(2)) << job_output(job);
+  long long job = 0;
+  ASSERT_NO_FATAL_FAILURE(start_running_job(units, &job));
+  Endured& e = *e_;
   auto before = nodes_by_name(e, name_);
   long long mark = last_event_id(e, name_);
   auto injected = e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", c.node,
@@ -261,12 +267,10 @@ TEST_F(AutoResume, TheOptionBelongsToSrun) {
 // endured killed (kill -9) right after the fault and started again: the supervisor waits
 // for it, and the stored records carry the resume through.
 TEST_F(AutoResume, AControllerKilledDuringTheResumeStillResumesTheStep) {
-  start(kRanks);
-  Endured& e = *e_;
   const int units = kRanks * 12;
-  long long job = submit(units);
-  ASSERT_GT(job, 0);
-  ASSERT_TRUE(wait_progress(2)) << job_output(job);
+  long long job = 0;
+  ASSERT_NO_FATAL_FAILURE(start_running_job(units, &job));
+  Endured& e = *e_;
   ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-2", "--kind",
                    "crash"}).exit_code, 0);
   // Let the failure reach the supervisor, then take endured away for a while.
