@@ -13,6 +13,7 @@ packages=(
   util-linux procps iproute2 python3
   python3-torch
   libfuse3-dev fuse3
+  libxxhash-dev
 )
 missing=()
 for p in "${packages[@]}"; do

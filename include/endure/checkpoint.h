@@ -1,0 +1,110 @@
+// endure's checkpoint engine: sharded, asynchronous, atomic and verified checkpoints.
+//
+// A Checkpointer is bound to a folder (shared by every rank of a job) and to one rank of a
+// world. save() returns once the caller's buffers are copied to host memory; the shard is
+// written and made durable in the background. Each rank writes its own shard; rank 0
+// commits the checkpoint by writing its manifest, which names every shard with its size and
+// per-chunk checksums, only after every rank's shard is durable. A reader never sees a
+// half-written checkpoint: without a manifest a step does not exist, and every byte it
+// loads is checked against the manifest.
+//
+// Layout: DIR/step-<12 digits>/rank-<5 digits>.shard (16-byte header: magic "ENDCKPT\0",
+// version, rank; then the buffers back to back), rank-<5 digits>.json (the shard's
+// description, written once the shard is durable) and MANIFEST.json (the commit).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/result.h"
+
+namespace endure::ckpt {
+
+// A named region of the caller's memory to save.
+struct Buffer {
+  std::string name;
+  const void* data = nullptr;
+  size_t size = 0;
+};
+
+struct Options {
+  std::filesystem::path dir;
+  int rank = 0;
+  int world = 1;
+  // Retention, applied by rank 0 after each commit: the newest keep_last steps, plus every
+  // step that is a multiple of keep_every (0: none). keep_last 0 keeps everything.
+  int keep_last = 3;
+  int keep_every = 0;
+  // Rank 0 waits this long for the other ranks' shards before it gives a step up.
+  double commit_timeout_seconds = 600;
+  // Checksums cover chunks of this many bytes (xxHash XXH3-64).
+  size_t chunk_bytes = 4u << 20;
+};
+
+// What a checkpoint on disk is.
+struct CheckpointInfo {
+  int64_t step = 0;
+  int world = 0;
+  uint64_t bytes = 0;  // every shard together
+  json user;           // the metadata given to save()
+  bool committed = false;  // a manifest exists
+  bool valid = false;      // committed, and the manifest and shard sizes check out
+  std::string reason;      // why not valid
+  std::filesystem::path path;
+};
+
+// One rank's buffers of a checkpoint, read back and verified.
+struct Loaded {
+  int64_t step = 0;
+  int world = 0;
+  json user;
+  std::map<std::string, std::vector<uint8_t>> buffers;
+};
+
+class Checkpointer {
+ public:
+  // REQUIRES: 0 <= rank < world; dir creatable. Creates dir.
+  static Result<std::unique_ptr<Checkpointer>> open(const Options& options);
+  ~Checkpointer();  // waits for a save in flight
+
+  // Copies the buffers into this checkpointer's staging memory and returns; the shard is
+  // persisted (and, on rank 0, committed) in the background. A save still in flight is
+  // waited for first. Fails at once on bad input (no buffers, duplicate or empty names,
+  // a step not above the last saved one) and changes nothing then.
+  Status save(int64_t step, const std::vector<Buffer>& buffers, const json& user = json::object());
+
+  // Blocks until the last save is durable (and, on rank 0, committed); its outcome.
+  Status wait();
+
+  // Every step folder, newest first, each checked cheaply (manifest and shard sizes).
+  std::vector<CheckpointInfo> list() const;
+  // The newest committed and valid checkpoint.
+  std::optional<CheckpointInfo> latest() const;
+
+  // This rank's buffers of `step`, every chunk verified. With step < 0: the newest
+  // checkpoint that verifies; a damaged or incomplete one is skipped with a logged reason.
+  Result<Loaded> load(int64_t step = -1) const;
+
+  const Options& options() const { return options_; }
+
+ private:
+  explicit Checkpointer(Options options);
+  struct Impl;
+  Options options_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Checks one checkpoint folder completely: the manifest, then every chunk of every shard.
+Status verify_checkpoint(const std::filesystem::path& step_dir);
+
+// Applies retention to a folder (what rank 0 does after each commit).
+Status prune(const std::filesystem::path& dir, int keep_last, int keep_every);
+
+}  // namespace endure::ckpt
