@@ -834,6 +834,7 @@ void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>*
                   "Replace nodes: a new instance under the same hostname, empty local disk");
   add_start_health_check(app, session, selected);
   add_debug(app, session, selected);
+  add_ckpt(app, selected);
 }
 
 }  // namespace endure::cli

@@ -21,5 +21,7 @@ struct GlobalOptions {
 // Adds every verb to app as a subcommand. When parsing selects a verb, *selected becomes
 // the function that runs it and returns the exit status. global must outlive app.
 void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>* selected);
+// endure ckpt ls|verify|prune DIR (local files; no call to endured).
+void add_ckpt(CLI::App& app, std::function<int()>* selected);
 
 }  // namespace endure::cli

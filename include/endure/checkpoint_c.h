@@ -1,0 +1,59 @@
+/* The checkpoint engine's C API (see checkpoint.h for what it promises): stable opaque
+ * handles and error codes, for callers in any language. Every call returns a status; on
+ * an error, endure_ckpt_last_error() says what went wrong, naming the field or file. */
+#ifndef ENDURE_CHECKPOINT_C_H
+#define ENDURE_CHECKPOINT_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct endure_ckpt endure_ckpt;
+
+typedef enum {
+  ENDURE_CKPT_OK = 0,
+  ENDURE_CKPT_EINVAL = 1,    /* bad argument: nothing was changed */
+  ENDURE_CKPT_EIO = 2,       /* the file system failed */
+  ENDURE_CKPT_ENOTFOUND = 3, /* no such checkpoint, or no such buffer */
+  ENDURE_CKPT_ECORRUPT = 4,  /* a checksum, size or manifest did not check out */
+  ENDURE_CKPT_ETIMEOUT = 5,  /* another rank's shard did not become durable in time */
+  ENDURE_CKPT_EOTHER = 6
+} endure_ckpt_status;
+
+typedef struct {
+  const char* name;
+  const void* data;
+  size_t size;
+} endure_ckpt_buffer;
+
+/* Opens a checkpointer on dir for rank of world; keep_last/keep_every as in Options. */
+endure_ckpt_status endure_ckpt_open(const char* dir, int rank, int world, int keep_last,
+                                    int keep_every, endure_ckpt** out);
+/* Waits for a save in flight and frees the handle. NULL is allowed. */
+void endure_ckpt_close(endure_ckpt* c);
+
+/* Copies the buffers and returns; persists in the background. user_json may be NULL. */
+endure_ckpt_status endure_ckpt_save(endure_ckpt* c, int64_t step, const endure_ckpt_buffer* buffers,
+                                    size_t count, const char* user_json);
+/* Until the last save is durable (and committed on rank 0). */
+endure_ckpt_status endure_ckpt_wait(endure_ckpt* c);
+/* The newest complete, valid step; ENDURE_CKPT_ENOTFOUND when there is none. */
+endure_ckpt_status endure_ckpt_latest(endure_ckpt* c, int64_t* step);
+
+/* Loads this rank's buffers of step (the newest valid one when step < 0), verified; they
+ * stay readable through endure_ckpt_loaded_buffer until the next load or close. */
+endure_ckpt_status endure_ckpt_load(endure_ckpt* c, int64_t step, int64_t* loaded_step);
+endure_ckpt_status endure_ckpt_loaded_buffer(endure_ckpt* c, const char* name, const void** data,
+                                             size_t* size);
+
+/* The last error's text for this handle ("" when none); valid until the next call. */
+const char* endure_ckpt_last_error(const endure_ckpt* c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ENDURE_CHECKPOINT_C_H */

@@ -1,0 +1,138 @@
+// The C API over ckpt::Checkpointer: no exception crosses it, every error is a code plus
+// the handle's last message.
+#include "endure/checkpoint_c.h"
+
+#include <new>
+#include <string>
+
+#include "endure/checkpoint.h"
+
+struct endure_ckpt {
+  std::unique_ptr<endure::ckpt::Checkpointer> impl;
+  endure::ckpt::Loaded loaded;
+  std::string error;
+};
+
+namespace {
+
+endure_ckpt_status code_of(const endure::Error& e) {
+  if (e.code == "ValidationException" || e.code == "WorldMismatch") return ENDURE_CKPT_EINVAL;
+  if (e.code == "IOError") return ENDURE_CKPT_EIO;
+  if (e.code == "NotFound") return ENDURE_CKPT_ENOTFOUND;
+  if (e.code == "CorruptCheckpoint") return ENDURE_CKPT_ECORRUPT;
+  if (e.code == "CommitTimeout") return ENDURE_CKPT_ETIMEOUT;
+  return ENDURE_CKPT_EOTHER;
+}
+
+endure_ckpt_status fail(endure_ckpt* c, const endure::Error& e) {
+  if (c) c->error = e.message;
+  return code_of(e);
+}
+
+endure_ckpt_status done(endure_ckpt* c) {
+  c->error.clear();
+  return ENDURE_CKPT_OK;
+}
+
+}  // namespace
+
+extern "C" endure_ckpt_status endure_ckpt_open(const char* dir, int rank, int world, int keep_last,
+                                               int keep_every, endure_ckpt** out) {
+  if (!dir || !out) return ENDURE_CKPT_EINVAL;
+  try {
+    endure::ckpt::Options o;
+    o.dir = dir;
+    o.rank = rank;
+    o.world = world;
+    o.keep_last = keep_last;
+    o.keep_every = keep_every;
+    auto c = endure::ckpt::Checkpointer::open(o);
+    if (!c) return code_of(c.error());
+    *out = new endure_ckpt{std::move(*c), {}, {}};
+    return ENDURE_CKPT_OK;
+  } catch (...) {
+    return ENDURE_CKPT_EOTHER;
+  }
+}
+
+extern "C" void endure_ckpt_close(endure_ckpt* c) {
+  try {
+    delete c;
+  } catch (...) {
+  }
+}
+
+extern "C" endure_ckpt_status endure_ckpt_save(endure_ckpt* c, int64_t step,
+                                               const endure_ckpt_buffer* buffers, size_t count,
+                                               const char* user_json) {
+  if (!c) return ENDURE_CKPT_EINVAL;
+  try {
+    if (!buffers && count) return fail(c, endure::make_error("ValidationException", "buffers: NULL"));
+    std::vector<endure::ckpt::Buffer> list;
+    for (size_t i = 0; i < count; ++i) {
+      list.push_back({buffers[i].name ? buffers[i].name : "", buffers[i].data, buffers[i].size});
+    }
+    endure::json user = endure::json::object();
+    if (user_json) {
+      user = endure::json::parse(user_json, nullptr, false);
+      if (!user.is_object()) {
+        return fail(c, endure::make_error("ValidationException", "user_json: not a JSON object"));
+      }
+    }
+    auto s = c->impl->save(step, list, user);
+    return s ? done(c) : fail(c, s.error());
+  } catch (...) {
+    return ENDURE_CKPT_EOTHER;
+  }
+}
+
+extern "C" endure_ckpt_status endure_ckpt_wait(endure_ckpt* c) {
+  if (!c) return ENDURE_CKPT_EINVAL;
+  try {
+    auto s = c->impl->wait();
+    return s ? done(c) : fail(c, s.error());
+  } catch (...) {
+    return ENDURE_CKPT_EOTHER;
+  }
+}
+
+extern "C" endure_ckpt_status endure_ckpt_latest(endure_ckpt* c, int64_t* step) {
+  if (!c || !step) return ENDURE_CKPT_EINVAL;
+  try {
+    auto l = c->impl->latest();
+    if (!l) return fail(c, endure::make_error("NotFound", "no complete, valid checkpoint"));
+    *step = l->step;
+    return done(c);
+  } catch (...) {
+    return ENDURE_CKPT_EOTHER;
+  }
+}
+
+extern "C" endure_ckpt_status endure_ckpt_load(endure_ckpt* c, int64_t step, int64_t* loaded_step) {
+  if (!c) return ENDURE_CKPT_EINVAL;
+  try {
+    auto l = c->impl->load(step);
+    if (!l) return fail(c, l.error());
+    c->loaded = std::move(*l);
+    if (loaded_step) *loaded_step = c->loaded.step;
+    return done(c);
+  } catch (...) {
+    return ENDURE_CKPT_EOTHER;
+  }
+}
+
+extern "C" endure_ckpt_status endure_ckpt_loaded_buffer(endure_ckpt* c, const char* name,
+                                                        const void** data, size_t* size) {
+  if (!c || !name || !data || !size) return ENDURE_CKPT_EINVAL;
+  auto it = c->loaded.buffers.find(name);
+  if (it == c->loaded.buffers.end()) {
+    return fail(c, endure::make_error("NotFound", std::string("buffer \"") + name + "\": not loaded"));
+  }
+  *data = it->second.data();
+  *size = it->second.size();
+  return done(c);
+}
+
+extern "C" const char* endure_ckpt_last_error(const endure_ckpt* c) {
+  return c ? c->error.c_str() : "";
+}
