@@ -48,6 +48,13 @@ struct Options {
   size_t chunk_bytes = 4u << 20;
 };
 
+// A named region of the caller's memory to restore into.
+struct MutableBuffer {
+  std::string name;
+  void* data = nullptr;
+  size_t size = 0;
+};
+
 // What a checkpoint on disk is.
 struct CheckpointInfo {
   int64_t step = 0;
@@ -91,6 +98,12 @@ class Checkpointer {
   // This rank's buffers of `step`, every chunk verified. With step < 0: the newest
   // checkpoint that verifies; a damaged or incomplete one is skipped with a logged reason.
   Result<Loaded> load(int64_t step = -1) const;
+
+  // Restores this rank's buffers of `step` (the newest that verifies when step < 0)
+  // straight into the caller's memory, verifying every chunk on the way: no copy, no
+  // allocation. Every saved buffer must be given, by name, with its saved size. On an
+  // error the caller's memory may hold part of the checkpoint.
+  Result<CheckpointInfo> load_into(int64_t step, const std::vector<MutableBuffer>& buffers) const;
 
   const Options& options() const { return options_; }
 

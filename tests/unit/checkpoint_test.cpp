@@ -107,6 +107,41 @@ TEST(Checkpoint, AnyFlippedByteIsFoundAndThePreviousCheckpointUsed) {
   EXPECT_EQ(restored->step, 2);
 }
 
+TEST(Checkpoint, LoadIntoTheCallersMemoryVerifiesAndFallsBack) {
+  test::TempDir dir;
+  auto c = open_ok({dir.path(), 0, 1, 0, 0, 600, 4096});
+  ASSERT_TRUE(save_pattern(*c, 1).ok());
+  ASSERT_TRUE(save_pattern(*c, 2).ok());
+  ASSERT_TRUE(c->wait().ok());
+  std::vector<uint8_t> w(3000), m(1000);
+  auto info = c->load_into(-1, {{"weights", w.data(), w.size()}, {"optimizer", m.data(), m.size()}});
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  EXPECT_EQ(info->step, 2);
+  EXPECT_EQ(w, pattern(2, 3000));
+  EXPECT_EQ(m, pattern(2 + 1000000, 1000));
+  // A wrong size is the caller's error, not a damaged checkpoint.
+  std::vector<uint8_t> small(10);
+  auto bad = c->load_into(-1, {{"weights", small.data(), small.size()}, {"optimizer", m.data(), m.size()}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, "ValidationException");
+  // Damage anywhere in step 2's shard (every 97th byte, in turn): step 1 is restored.
+  auto shard = c->latest()->path / "rank-00000.shard";
+  std::string original;
+  {
+    std::ifstream in(shard, std::ios::binary);
+    original.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (size_t i = 0; i < original.size(); i += 97) {
+    std::string damaged = original;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x80);
+    std::ofstream(shard, std::ios::binary | std::ios::trunc) << damaged;
+    auto got = c->load_into(-1, {{"weights", w.data(), w.size()}, {"optimizer", m.data(), m.size()}});
+    ASSERT_TRUE(got.ok()) << "byte " << i;
+    ASSERT_EQ(got->step, 1) << "byte " << i << " went unnoticed";
+    ASSERT_EQ(w, pattern(1, 3000));
+  }
+}
+
 TEST(Checkpoint, RetentionKeepsTheLastAndEveryMthAfterANewerCommit) {
   test::TempDir dir;
   auto c = open_ok({dir.path(), 0, 1, 2, 5});

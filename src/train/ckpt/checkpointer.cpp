@@ -14,6 +14,9 @@
 #include "endure/checkpoint.h"
 #include "train/ckpt/format.h"
 
+#include <xxhash.h>
+#include <fmt/format.h>
+
 namespace endure::ckpt {
 namespace {
 
@@ -311,6 +314,115 @@ Result<Loaded> Checkpointer::load(int64_t step) const {
     log::warn("checkpoint step {} skipped: {}", info.step, loaded.error().message);
   }
   return make_error("NotFound", options_.dir.string() + ": no complete, valid checkpoint");
+}
+
+namespace {
+
+// Reads a shard straight into the caller's buffers in file order, checking each chunk's
+// XXH3 as its bytes arrive.
+Status read_into(const std::filesystem::path& dir, const json& shard,
+                 const std::vector<MutableBuffer>& buffers) {
+  auto path = dir / shard.value("file", "");
+  size_t chunk = shard.value("chunk_bytes", size_t{0});
+  const auto& sums = shard["chunks"];
+  uint64_t size = shard.value("size", 0ULL);
+  struct Segment {
+    uint8_t* dst;
+    size_t size;
+  };
+  uint8_t header[kShardHeaderBytes];
+  std::vector<Segment> segments = {{header, kShardHeaderBytes}};
+  size_t next = kShardHeaderBytes;
+  for (const auto& b : shard["buffers"]) {
+    std::string name = b.value("name", "");
+    size_t off = b.value("offset", size_t{0}), n = b.value("size", size_t{0});
+    auto it = std::find_if(buffers.begin(), buffers.end(), [&](auto& m) { return m.name == name; });
+    if (it == buffers.end() || it->size != n) {
+      return make_error("ValidationException",
+                        "buffers: \"" + name + "\" of " + std::to_string(n) +
+                            " bytes must be given with that size");
+    }
+    if (off != next) return make_error("CorruptCheckpoint", path.string() + ": buffers not contiguous");
+    segments.push_back({static_cast<uint8_t*>(it->data), n});
+    next += n;
+  }
+  if (next != size || chunk == 0) return make_error("CorruptCheckpoint", path.string() + ": sizes disagree");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error("CorruptCheckpoint", path.string() + ": cannot open");
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  uint64_t pos = 0, chunk_end = std::min<uint64_t>(chunk, size);
+  size_t index = 0;
+  Status result;
+  auto check_chunk = [&]() -> bool {
+    std::string got = fmt::format("{:016x}", XXH3_64bits_digest(state));
+    if (index >= sums.size() || sums[index] != got) {
+      result = make_error("CorruptCheckpoint", fmt::format("{}: chunk {} (bytes {}..) fails its checksum",
+                                                           path.string(), index, index * chunk));
+      return false;
+    }
+    ++index;
+    XXH3_64bits_reset(state);
+    chunk_end = std::min<uint64_t>(chunk_end + chunk, size);
+    return true;
+  };
+  for (const auto& seg : segments) {
+    size_t done = 0;
+    while (result && done < seg.size) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(seg.size - done, chunk_end - pos));
+      ssize_t got = ::pread(fd, seg.dst + done, n, static_cast<off_t>(pos));
+      if (got <= 0) {
+        result = make_error("CorruptCheckpoint", path.string() + ": shorter than the manifest says");
+        break;
+      }
+      XXH3_64bits_update(state, seg.dst + done, static_cast<size_t>(got));
+      done += static_cast<size_t>(got);
+      pos += static_cast<uint64_t>(got);
+      if (pos == chunk_end && !check_chunk()) break;
+    }
+    if (!result) break;
+  }
+  if (result && size == 0) check_chunk();
+  if (result && index != sums.size()) result = make_error("CorruptCheckpoint", path.string() + ": chunk count differs");
+  if (result && std::memcmp(header, kShardMagic, 8) != 0) {
+    result = make_error("CorruptCheckpoint", path.string() + ": not a shard (magic)");
+  }
+  XXH3_freeState(state);
+  ::close(fd);
+  return result;
+}
+
+}  // namespace
+
+Result<CheckpointInfo> Checkpointer::load_into(int64_t step,
+                                               const std::vector<MutableBuffer>& buffers) const {
+  std::vector<CheckpointInfo> candidates;
+  if (step >= 0) candidates.push_back(inspect(step_dir(options_.dir, step), step));
+  else candidates = list();
+  Error last = make_error("NotFound", options_.dir.string() + ": no complete, valid checkpoint");
+  for (const auto& info : candidates) {
+    if (!info.committed && step < 0) continue;
+    Status s = info.valid ? Status() : Status(make_error("CorruptCheckpoint", info.path.string() + ": " + info.reason));
+    json manifest;
+    if (s) {
+      auto m = read_sealed(info.path / kManifestName);
+      if (m) manifest = *m;
+      else s = m.error();
+    }
+    const json* shard = nullptr;
+    if (s) {
+      for (const auto& x : manifest["shards"]) {
+        if (x.value("rank", -1) == options_.rank) shard = &x;
+      }
+      if (!shard) s = make_error("WorldMismatch", info.path.string() + ": no shard for rank " + std::to_string(options_.rank));
+    }
+    if (s) s = read_into(info.path, *shard, buffers);
+    if (s) return info;
+    if (step >= 0 || s.error().code == "ValidationException") return s.error();
+    log::warn("checkpoint step {} skipped: {}", info.step, s.error().message);
+    last = s.error();
+  }
+  return last;
 }
 
 Status verify_checkpoint(const std::filesystem::path& dir) {

@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The checkpoint engine against the machine's own limits and the usual ways of saving, on
+# the same disk and in the same run, for several state sizes:
+#   stall per save        vs a memcpy of the same bytes          (target <= 1.25x)
+#   persist bandwidth     vs dd bs=1M conv=fsync of the same size (target >= 80 %)
+#   restore bandwidth     vs a sequential read (dd to /dev/null)  (target >= 80 %)
+#   also: the naive save (serialize, write, fsync in the caller's thread) and torch.save
+#   (Debian's python3-torch) of the same bytes, fsynced.
+#
+#   bash bench/ckpt/run.sh              # 64, 256, 1024 and 2048 MiB
+#   bash bench/ckpt/run.sh --smoke      # 64 MiB only: checks that the bench works
+# Env: SIZES="64 256", BENCH_DIR (default /var/tmp/endure-bench-ckpt-PID: on disk, not
+# tmpfs). Needs root (it drops the page cache before each read, so reads come from disk).
+# Prints a table, and as its very last line one JSON object with every figure and ratio.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+sizes=${SIZES:-"64 256 1024 2048"}
+[ "${1:-}" = "--smoke" ] && sizes=64
+bin=build/bin/endure-ckpt-bench
+[ -x "$bin" ] || { echo "run.sh: no $bin: run scripts/setup.sh first" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "run.sh: needs root (drop_caches)" >&2; exit 2; }
+dir=${BENCH_DIR:-/var/tmp/endure-bench-ckpt-$$}
+mkdir -p "$dir"
+trap 'rm -rf "$dir"' EXIT
+py=/usr/bin/python3  # Debian's, with python3-torch
+results=$dir/results.jsonl
+: > "$results"
+
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+dd_seconds() { # dd's own "copied, S s" figure
+  "$@" 2>&1 | sed -n 's/.*copied, \([0-9.e+-]*\) s.*/\1/p'
+}
+
+for mib in $sizes; do
+  echo "run.sh: $mib MiB" >&2
+  w=$(dd_seconds dd if=/dev/zero of="$dir/dd.bin" bs=1M count="$mib" conv=fsync)
+  drop_caches
+  r=$(dd_seconds dd if="$dir/dd.bin" of=/dev/null bs=1M)
+  rm -f "$dir/dd.bin"
+  t=$(timeout 600 "$py" - "$dir/torch.pt" "$mib" <<'PY'
+import os, sys, time, torch
+path, mib = sys.argv[1], int(sys.argv[2])
+n = mib << 20
+state = {"weights": torch.empty(n // 3, dtype=torch.uint8), "moments": torch.empty(n - n // 3, dtype=torch.uint8)}
+for t in state.values():
+    t[::4096] = 1  # touched once, as training state is
+t0 = time.monotonic()
+with open(path, "wb") as f:
+    torch.save(state, f)
+    f.flush()
+    os.fsync(f.fileno())
+print(time.monotonic() - t0)
+PY
+)
+  rm -f "$dir/torch.pt"
+  printf '{"mib": %s, "dd_write_s": %s, "dd_read_s": %s, "torch_save_s": %s}\n' "$mib" "$w" "$r" "$t" >> "$results"
+done
+timeout 1200 "$bin" "$dir" $sizes >> "$results"
+
+python3 - "$results" <<'PY'
+import json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    j = json.loads(line)
+    rows.setdefault(j["mib"], {}).update(j)
+out = {"bench": "ckpt", "sizes": []}
+print("checkpoint engine vs the machine's own limits, same disk, same run (seconds; GB/s = 1e9 B/s)")
+print(f"{'MiB':>6} {'memcpy':>8} {'stall':>8} {'x':>6} | {'dd w':>7} {'persist':>8} {'%':>5} | {'dd r':>7} {'restore':>8} {'%':>5} | {'naive':>7} {'torch':>7}")
+met = True
+for mib in sorted(rows):
+    r = rows[mib]
+    b = mib << 20
+    stall_x = r["stall_s"] / r["memcpy_s"]
+    persist_pct = 100 * r["dd_write_s"] / r["persist_s"]
+    restore_pct = 100 * r["dd_read_s"] / r["restore_s"]
+    met = met and stall_x <= 1.25 and persist_pct >= 80 and restore_pct >= 80
+    print(f"{mib:>6} {r['memcpy_s']:>8.4f} {r['stall_s']:>8.4f} {stall_x:>6.2f} | "
+          f"{b / r['dd_write_s'] / 1e9:>5.2f}GB {b / r['persist_s'] / 1e9:>6.2f}GB {persist_pct:>5.0f} | "
+          f"{b / r['dd_read_s'] / 1e9:>5.2f}GB {b / r['restore_s'] / 1e9:>6.2f}GB {restore_pct:>5.0f} | "
+          f"{r['naive_s']:>7.3f} {r['torch_save_s']:>7.3f}")
+    out["sizes"].append(dict(r, stall_vs_memcpy=round(stall_x, 3), persist_pct_of_dd=round(persist_pct, 1),
+                             restore_pct_of_read=round(restore_pct, 1),
+                             naive_vs_stall=round(r["naive_s"] / r["stall_s"], 1),
+                             torch_save_vs_stall=round(r["torch_save_s"] / r["stall_s"], 1)))
+print("stall: save() returning; persist: save() to committed; restore: load() with every chunk verified, page cache dropped")
+print("targets (stall <= 1.25x memcpy, persist and restore >= 80 % of dd): " + ("met" if met else "not met"))
+out["targets_met"] = met
+print(json.dumps(out))
+PY
