@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -63,8 +64,9 @@ Result<json> read_sealed(const std::filesystem::path& path) {
   return unseal(*text, path.string());
 }
 
-// Cheap checks of a committed step: the manifest seals, every shard has its size.
-CheckpointInfo inspect(const std::filesystem::path& dir, int64_t step) {
+// Cheap checks of a committed step: the manifest seals, every shard has its size. The
+// manifest read for it is handed back through `manifest` when asked for.
+CheckpointInfo inspect(const std::filesystem::path& dir, int64_t step, json* manifest = nullptr) {
   CheckpointInfo info;
   info.step = step;
   info.path = dir;
@@ -95,6 +97,7 @@ CheckpointInfo inspect(const std::filesystem::path& dir, int64_t step) {
     info.bytes += size;
   }
   info.valid = true;
+  if (manifest) *manifest = std::move(*m);
   return info;
 }
 
@@ -272,52 +275,6 @@ std::optional<CheckpointInfo> Checkpointer::latest() const {
 
 namespace {
 
-Result<Loaded> load_step(const std::filesystem::path& dir, int64_t step, int rank) {
-  auto info = inspect(dir, step);
-  if (!info.valid) return make_error("CorruptCheckpoint", dir.string() + ": " + info.reason);
-  auto m = read_sealed(dir / kManifestName);
-  if (!m) return m.error();
-  const json* shard = nullptr;
-  for (const auto& s : (*m)["shards"]) {
-    if (s.value("rank", -1) == rank) shard = &s;
-  }
-  if (!shard) {
-    return make_error("WorldMismatch", dir.string() + ": no shard for rank " + std::to_string(rank) +
-                                           " (saved by a world of " +
-                                           std::to_string(info.world) + ")");
-  }
-  auto bytes = read_verified_shard(dir / shard->value("file", ""), *shard);
-  if (!bytes) return bytes.error();
-  Loaded out;
-  out.step = step;
-  out.world = info.world;
-  out.user = info.user;
-  for (const auto& b : (*shard)["buffers"]) {
-    size_t off = b.value("offset", size_t{0}), size = b.value("size", size_t{0});
-    if (off + size > bytes->size()) {
-      return make_error("CorruptCheckpoint", dir.string() + ": buffer outside its shard");
-    }
-    out.buffers[b.value("name", "")] =
-        std::vector<uint8_t>(bytes->begin() + off, bytes->begin() + off + size);
-  }
-  return out;
-}
-
-}  // namespace
-
-Result<Loaded> Checkpointer::load(int64_t step) const {
-  if (step >= 0) return load_step(step_dir(options_.dir, step), step, options_.rank);
-  for (const auto& info : list()) {
-    if (!info.committed) continue;  // a save in progress, or one that never finished
-    auto loaded = load_step(info.path, info.step, options_.rank);
-    if (loaded) return loaded;
-    log::warn("checkpoint step {} skipped: {}", info.step, loaded.error().message);
-  }
-  return make_error("NotFound", options_.dir.string() + ": no complete, valid checkpoint");
-}
-
-namespace {
-
 // Reads a shard straight into the caller's buffers in file order, checking each chunk's
 // XXH3 as its bytes arrive.
 Status read_into(const std::filesystem::path& dir, const json& shard,
@@ -393,31 +350,37 @@ Status read_into(const std::filesystem::path& dir, const json& shard,
   return result;
 }
 
-}  // namespace
+// Where each buffer of a shard goes (or why it cannot be restored).
+using Destinations = std::function<Result<std::vector<MutableBuffer>>(const json& shard)>;
 
-Result<CheckpointInfo> Checkpointer::load_into(int64_t step,
-                                               const std::vector<MutableBuffer>& buffers) const {
-  std::vector<CheckpointInfo> candidates;
-  if (step >= 0) candidates.push_back(inspect(step_dir(options_.dir, step), step));
-  else candidates = list();
-  Error last = make_error("NotFound", options_.dir.string() + ": no complete, valid checkpoint");
-  for (const auto& info : candidates) {
-    if (!info.committed && step < 0) continue;
-    Status s = info.valid ? Status() : Status(make_error("CorruptCheckpoint", info.path.string() + ": " + info.reason));
+// Restores this rank's shard of `step` (the newest that verifies when step < 0) into the
+// memory `destinations` names: the one read-and-verify path of load() and load_into().
+Result<CheckpointInfo> restore(const Options& o, int64_t step, const Destinations& destinations) {
+  std::vector<int64_t> steps;
+  if (step >= 0) steps.push_back(step);
+  else steps = steps_in(o.dir);
+  Error last = make_error("NotFound", o.dir.string() + ": no complete, valid checkpoint");
+  for (int64_t candidate : steps) {
     json manifest;
-    if (s) {
-      auto m = read_sealed(info.path / kManifestName);
-      if (m) manifest = *m;
-      else s = m.error();
-    }
+    auto info = inspect(step_dir(o.dir, candidate), candidate, &manifest);
+    if (!info.committed && step < 0) continue;  // a save in progress, or one never finished
+    Status s;
+    if (!info.valid) s = make_error("CorruptCheckpoint", info.path.string() + ": " + info.reason);
     const json* shard = nullptr;
     if (s) {
       for (const auto& x : manifest["shards"]) {
-        if (x.value("rank", -1) == options_.rank) shard = &x;
+        if (x.value("rank", -1) == o.rank) shard = &x;
       }
-      if (!shard) s = make_error("WorldMismatch", info.path.string() + ": no shard for rank " + std::to_string(options_.rank));
+      if (!shard) {
+        s = make_error("WorldMismatch", info.path.string() + ": no shard for rank " +
+                                            std::to_string(o.rank) + " (saved by a world of " +
+                                            std::to_string(info.world) + ")");
+      }
     }
-    if (s) s = read_into(info.path, *shard, buffers);
+    if (s) {
+      auto buffers = destinations(*shard);
+      s = buffers ? read_into(info.path, *shard, *buffers) : Status(buffers.error());
+    }
     if (s) return info;
     if (step >= 0 || s.error().code == "ValidationException") return s.error();
     log::warn("checkpoint step {} skipped: {}", info.step, s.error().message);
@@ -426,14 +389,46 @@ Result<CheckpointInfo> Checkpointer::load_into(int64_t step,
   return last;
 }
 
+// Memory for every buffer a shard holds, in `storage`, by name.
+std::vector<MutableBuffer> allocate(const json& shard,
+                                    std::map<std::string, std::vector<uint8_t>>& storage) {
+  std::vector<MutableBuffer> out;
+  for (const auto& b : shard["buffers"]) {
+    auto& v = storage[b.value("name", "")];
+    v.assign(b.value("size", size_t{0}), 0);
+    out.push_back({b.value("name", ""), v.data(), v.size()});
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Loaded> Checkpointer::load(int64_t step) const {
+  Loaded out;
+  auto info = restore(options_, step, [&](const json& shard) -> Result<std::vector<MutableBuffer>> {
+    out.buffers.clear();
+    return allocate(shard, out.buffers);
+  });
+  if (!info) return info.error();
+  out.step = info->step;
+  out.world = info->world;
+  out.user = info->user;
+  return out;
+}
+
+Result<CheckpointInfo> Checkpointer::load_into(int64_t step,
+                                               const std::vector<MutableBuffer>& buffers) const {
+  return restore(options_, step,
+                 [&](const json&) -> Result<std::vector<MutableBuffer>> { return buffers; });
+}
+
 Status verify_checkpoint(const std::filesystem::path& dir) {
-  int64_t step = parse_step_dir(dir.filename().string());
-  auto info = inspect(dir, step);
+  json manifest;
+  auto info = inspect(dir, parse_step_dir(dir.filename().string()), &manifest);
   if (!info.valid) return make_error("CorruptCheckpoint", dir.string() + ": " + info.reason);
-  auto m = read_sealed(dir / kManifestName);
-  if (!m) return m.error();
-  for (const auto& s : (*m)["shards"]) {
-    if (auto bytes = read_verified_shard(dir / s.value("file", ""), s); !bytes) return bytes.error();
+  for (const auto& shard : manifest["shards"]) {
+    std::map<std::string, std::vector<uint8_t>> storage;
+    if (auto s = read_into(dir, shard, allocate(shard, storage)); !s) return s;
   }
   return {};
 }

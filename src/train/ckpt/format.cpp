@@ -74,43 +74,4 @@ Result<json> unseal(const std::string& text, const std::string& what) {
   return j;
 }
 
-Result<std::vector<uint8_t>> read_verified_shard(const std::filesystem::path& path,
-                                                 const json& shard) {
-  uint64_t size = shard.value("size", 0ULL);
-  size_t chunk = shard.value("chunk_bytes", size_t{0});
-  if (chunk == 0 || !shard.contains("chunks") || !shard["chunks"].is_array()) {
-    return make_error("CorruptCheckpoint", path.string() + ": description lacks chunks");
-  }
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error("CorruptCheckpoint", path.string() + ": cannot open");
-  std::vector<uint8_t> bytes(size);
-  size_t got = 0;
-  while (got < size) {
-    ssize_t n = ::read(fd, bytes.data() + got, size - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  uint8_t extra;
-  bool longer = ::read(fd, &extra, 1) > 0;
-  ::close(fd);
-  if (got != size || longer) {
-    return make_error("CorruptCheckpoint", path.string() + ": size differs from the manifest");
-  }
-  auto sums = chunk_checksums(bytes.data(), bytes.size(), chunk);
-  if (sums != shard["chunks"].get<std::vector<std::string>>()) {
-    for (size_t i = 0; i < sums.size(); ++i) {
-      if (i >= shard["chunks"].size() || shard["chunks"][i] != sums[i]) {
-        return make_error("CorruptCheckpoint",
-                          fmt::format("{}: chunk {} (bytes {}..) fails its checksum", path.string(),
-                                      i, i * chunk));
-      }
-    }
-    return make_error("CorruptCheckpoint", path.string() + ": chunk count differs");
-  }
-  if (size < kShardHeaderBytes || std::memcmp(bytes.data(), kShardMagic, 8) != 0) {
-    return make_error("CorruptCheckpoint", path.string() + ": not a shard (magic)");
-  }
-  return bytes;
-}
-
 }  // namespace endure::ckpt

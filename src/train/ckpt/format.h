@@ -36,9 +36,4 @@ std::string checksum_hex(const void* data, size_t size);
 json seal(json manifest);
 Result<json> unseal(const std::string& text, const std::string& what);
 
-// Reads a shard file and checks it against its description, chunk by chunk; returns the
-// file's bytes.
-Result<std::vector<uint8_t>> read_verified_shard(const std::filesystem::path& path,
-                                                 const json& shard);
-
 }  // namespace endure::ckpt
