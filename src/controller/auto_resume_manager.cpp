@@ -68,10 +68,12 @@ void AutoResumeManager::event(const store::ClusterRow& cluster, const store::Aut
   log::info("{}: {}: {}", cluster.name, type, description);
 }
 
-StepNode AutoResumeManager::step_node(const store::ClusterRow& cluster, const std::string& name) {
+StepNode AutoResumeManager::step_node(const store::ClusterRow& cluster,
+                                      const std::vector<store::InstanceRow>& instances,
+                                      const std::string& name) {
   StepNode n;
   n.name = name;
-  for (const auto& row : store_.instances(cluster.id, true)) {
+  for (const auto& row : instances) {
     if (row.node_name != name) continue;
     n.known = true;
     n.status = row.status;
@@ -118,7 +120,8 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
   double failed_at = request["FailedAt"].get<double>();
 
   std::vector<StepNode> nodes;
-  for (const auto& name : names) nodes.push_back(step_node(cluster, name));
+  auto instances = store_.instances(cluster.id, true);
+  for (const auto& name : names) nodes.push_back(step_node(cluster, instances, name));
   double settle = config_.health_check_seconds + config_.heartbeat_seconds + 0.5;
   auto judgement = judge_step(nodes, step_start, failed_at, settle);
   json reply = {{"Decision", decision_name(judgement.decision)},
@@ -272,15 +275,13 @@ void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmV
       continue;
     }
     // Expand: every faulty node back in service and idle, then grow the job onto them.
+    auto faulty = row.nodes.get<std::vector<std::string>>();
     std::vector<std::string> missing;
-    for (const auto& n : row.nodes) {
-      std::string name = n.get<std::string>();
+    for (const auto& name : faulty) {
       if (std::find(job->nodes.begin(), job->nodes.end(), name) == job->nodes.end()) {
         missing.push_back(name);
       }
     }
-    std::vector<std::string> faulty;
-    for (const auto& n : row.nodes) faulty.push_back(n.get<std::string>());
     if (missing.empty()) {
       row.overlap = has_stale_steps(cluster, *slurm.client, row.job_id, faulty);
       finish(cluster, row, "Ready", "job holds " + slurm::join_hostlist(faulty) + " again");

@@ -48,7 +48,8 @@ class AutoResumeManager {
   void reconcile(const store::ClusterRow& cluster, const SlurmView& slurm);
 
  private:
-  StepNode step_node(const store::ClusterRow& cluster, const std::string& name);
+  StepNode step_node(const store::ClusterRow& cluster,
+                     const std::vector<store::InstanceRow>& instances, const std::string& name);
   void event(const store::ClusterRow& cluster, const store::AutoResumeRow& row,
              const std::string& type, const std::string& text);
   void finish(const store::ClusterRow& cluster, store::AutoResumeRow row, const std::string& state,
