@@ -11,6 +11,18 @@
 // Layout: DIR/step-<12 digits>/rank-<5 digits>.shard (16-byte header: magic "ENDCKPT\0",
 // version, rank; then the buffers back to back), rank-<5 digits>.json (the shard's
 // description, written once the shard is durable) and MANIFEST.json (the commit).
+//
+// Tiers. Besides DIR (the shared file system, /fsx: every rank sees it, it outlives nodes)
+// a checkpointer may keep two node-local tiers, filled first: the memory tier (a tmpfs
+// folder such as /dev/shm/...; the copy save() makes is itself the memory tier's shard, in
+// one of two slot folders, slot-0 and slot-1, so it outlives the process but not the node)
+// and the local disk tier (a folder on the node's own disk, with DIR's layout). The bytes
+// of a shard are the same in every tier, so one set of checksums checks every copy. A
+// node-local tier's step is committed (its own MANIFEST.json) by the rank that completes
+// it once every rank's descriptor is there, which happens only when all ranks share the
+// node; ranks spread over nodes commit in DIR alone, so they always agree on the steps that
+// exist. Restore takes the newest step committed in any tier and reads this rank's shard
+// from the fastest tier whose copy verifies: memory, then local disk, then DIR.
 #pragma once
 
 #include <cstddef>
@@ -46,6 +58,12 @@ struct Options {
   double commit_timeout_seconds = 600;
   // Checksums cover chunks of this many bytes (xxHash XXH3-64).
   size_t chunk_bytes = 4u << 20;
+  // The node-local tiers (empty: none). A memory tier folder is for one job: two jobs
+  // sharing one would overwrite each other's slots.
+  std::filesystem::path memory_dir{};
+  std::filesystem::path local_dir{};
+  // The local disk tier keeps this rank's newest local_keep_last steps.
+  int local_keep_last = 2;
 };
 
 // A named region of the caller's memory to restore into.
@@ -65,6 +83,10 @@ struct CheckpointInfo {
   bool valid = false;      // committed, and the manifest and shard sizes check out
   std::string reason;      // why not valid
   std::filesystem::path path;
+  // The tiers holding a committed, valid copy, fastest first ("memory", "local",
+  // "shared"); after a restore, the one tier it was read from.
+  std::vector<std::string> tiers;
+  std::vector<std::filesystem::path> tier_paths;  // the folder of each of those copies
 };
 
 // One rank's buffers of a checkpoint, read back and verified.
@@ -81,16 +103,18 @@ class Checkpointer {
   static Result<std::unique_ptr<Checkpointer>> open(const Options& options);
   ~Checkpointer();  // waits for a save in flight
 
-  // Copies the buffers into this checkpointer's staging memory and returns; the shard is
-  // persisted (and, on rank 0, committed) in the background. A save still in flight is
-  // waited for first. Fails at once on bad input (no buffers, duplicate or empty names,
-  // a step not above the last saved one) and changes nothing then.
+  // Copies the buffers into one of two staging slots (the memory tier's, when it has one)
+  // and returns; the shard is persisted to each tier (and, on rank 0, committed) in the
+  // background. Double-buffered: only a save two saves back still being written is waited
+  // for. Fails at once on bad input (no buffers, duplicate or empty names, a step not above
+  // the last saved one) and changes nothing then.
   Status save(int64_t step, const std::vector<Buffer>& buffers, const json& user = json::object());
 
-  // Blocks until the last save is durable (and, on rank 0, committed); its outcome.
+  // Blocks until every save is durable in every tier (and, on rank 0, committed); the
+  // outcome of the first that failed since the last wait(), else success.
   Status wait();
 
-  // Every step folder, newest first, each checked cheaply (manifest and shard sizes).
+  // Every step in any tier, newest first, each checked cheaply (manifest, shard sizes).
   std::vector<CheckpointInfo> list() const;
   // The newest committed and valid checkpoint.
   std::optional<CheckpointInfo> latest() const;
@@ -109,6 +133,8 @@ class Checkpointer {
 
  private:
   explicit Checkpointer(Options options);
+  void invalidate_memory_copy(int slot);
+  Status prepare_slot(int slot, size_t bytes);
   struct Impl;
   Options options_;
   std::unique_ptr<Impl> impl_;

@@ -32,6 +32,11 @@ typedef struct {
 /* Opens a checkpointer on dir for rank of world; keep_last/keep_every as in Options. */
 endure_ckpt_status endure_ckpt_open(const char* dir, int rank, int world, int keep_last,
                                     int keep_every, endure_ckpt** out);
+/* The same with the node-local tiers (see checkpoint.h): a local disk folder and a memory
+ * tier folder on a tmpfs such as /dev/shm; either may be NULL (no such tier). */
+endure_ckpt_status endure_ckpt_open_tiered(const char* dir, const char* local_dir,
+                                           const char* memory_dir, int rank, int world,
+                                           int keep_last, int keep_every, endure_ckpt** out);
 /* Waits for a save in flight and frees the handle. NULL is allowed. */
 void endure_ckpt_close(endure_ckpt* c);
 

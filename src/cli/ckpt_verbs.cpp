@@ -16,13 +16,34 @@ std::string state_of(const ckpt::CheckpointInfo& info) {
   return (info.committed ? "damaged: " : "incomplete: ") + info.reason;
 }
 
-Result<std::unique_ptr<ckpt::Checkpointer>> reader(const std::string& dir) {
-  if (!std::filesystem::is_directory(dir)) {
-    return make_error("NotFound", "DIR: " + dir + " is not a folder");
+// The folders of a job's checkpoints: DIR, and the node-local tiers when given.
+struct Folders {
+  std::string dir, local, memory;
+};
+
+Result<std::unique_ptr<ckpt::Checkpointer>> reader(const Folders& f) {
+  for (const auto& [flag, path] : {std::pair{"DIR", f.dir}, {"--local", f.local}, {"--memory", f.memory}}) {
+    if (!path.empty() && !std::filesystem::is_directory(path)) {
+      return make_error("NotFound", std::string(flag) + ": " + path + " is not a folder");
+    }
   }
   ckpt::Options o;
-  o.dir = dir;
+  o.dir = f.dir;
+  o.local_dir = f.local;
+  o.memory_dir = f.memory;
   return ckpt::Checkpointer::open(o);
+}
+
+void add_folders(CLI::App* verb, Folders& f) {
+  verb->add_option("DIR", f.dir, "the checkpoint folder (the shared tier)")->required();
+  verb->add_option("--local", f.local, "the node-local disk tier's folder");
+  verb->add_option("--memory", f.memory, "the memory tier's folder (on a tmpfs)");
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out.empty() ? "-" : out;
 }
 
 }  // namespace
@@ -30,10 +51,10 @@ Result<std::unique_ptr<ckpt::Checkpointer>> reader(const std::string& dir) {
 void add_ckpt(CLI::App& app, std::function<int()>* selected) {
   CLI::App* ckpt = app.add_subcommand("ckpt", "Checkpoint folders: list, verify, apply retention");
   ckpt->require_subcommand(1);
-  auto dir = std::make_shared<std::string>();
+  auto dir = std::make_shared<Folders>();
 
   CLI::App* ls = ckpt->add_subcommand("ls", "List checkpoints: step, size, tier, state");
-  ls->add_option("DIR", *dir, "the checkpoint folder")->required();
+  add_folders(ls, *dir);
   ls->callback([selected, dir] {
     *selected = [dir] {
       auto c = reader(*dir);
@@ -41,10 +62,10 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
         std::fprintf(stderr, "endure: error: %s\n", c.error().message.c_str());
         return kExitUsage;
       }
-      std::printf("%-12s %-12s %-5s %-6s %s\n", "STEP", "BYTES", "WORLD", "TIER", "STATE");
+      std::printf("%-12s %-12s %-5s %-20s %s\n", "STEP", "BYTES", "WORLD", "TIERS", "STATE");
       for (const auto& info : (*c)->list()) {
-        std::printf("%-12lld %-12llu %-5d %-6s %s\n", static_cast<long long>(info.step),
-                    static_cast<unsigned long long>(info.bytes), info.world, "disk",
+        std::printf("%-12lld %-12llu %-5d %-20s %s\n", static_cast<long long>(info.step),
+                    static_cast<unsigned long long>(info.bytes), info.world, join(info.tiers).c_str(),
                     state_of(info).c_str());
       }
       return kExitOk;
@@ -52,7 +73,7 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
   });
 
   CLI::App* verify = ckpt->add_subcommand("verify", "Check every checksum of every checkpoint");
-  verify->add_option("DIR", *dir, "the checkpoint folder")->required();
+  add_folders(verify, *dir);
   verify->callback([selected, dir] {
     *selected = [dir] {
       auto c = reader(*dir);
@@ -67,17 +88,24 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
                       info.reason.c_str());
           continue;
         }
-        auto s = ckpt::verify_checkpoint(info.path);
-        std::printf("step %lld: %s\n", static_cast<long long>(info.step),
-                    s ? "OK" : ("DAMAGED: " + s.error().message).c_str());
-        damaged += !s;
+        if (!info.valid) {
+          std::printf("step %lld: DAMAGED: %s\n", static_cast<long long>(info.step), info.reason.c_str());
+          ++damaged;
+          continue;
+        }
+        for (size_t t = 0; t < info.tiers.size(); ++t) {
+          auto s = ckpt::verify_checkpoint(info.tier_paths[t]);
+          std::printf("step %lld (%s): %s\n", static_cast<long long>(info.step), info.tiers[t].c_str(),
+                      s ? "OK" : ("DAMAGED: " + s.error().message).c_str());
+          damaged += !s;
+        }
       }
       return damaged ? kExitFailed : kExitOk;
     };
   });
 
   CLI::App* prune = ckpt->add_subcommand("prune", "Apply retention (keeps every step when both are 0)");
-  prune->add_option("DIR", *dir, "the checkpoint folder")->required();
+  prune->add_option("DIR", dir->dir, "the checkpoint folder (the shared tier)")->required();
   auto keep_last = std::make_shared<int>(3);
   auto keep_every = std::make_shared<int>(0);
   prune->add_option("--keep-last", *keep_last, "the newest K complete checkpoints (default 3)")
@@ -91,7 +119,7 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
         std::fprintf(stderr, "endure: error: %s\n", c.error().message.c_str());
         return kExitUsage;
       }
-      if (auto s = ckpt::prune(*dir, *keep_last, *keep_every); !s) {
+      if (auto s = ckpt::prune(dir->dir, *keep_last, *keep_every); !s) {
         std::fprintf(stderr, "endure: error: %s\n", s.error().message.c_str());
         return kExitFailed;
       }

@@ -48,6 +48,20 @@ int main(void) {
   CHECK(endure_ckpt_load(c, 99, &loaded) != ENDURE_CKPT_OK);
   endure_ckpt_close(c);
 
+  /* With the node-local tiers: a second handle (a restarted process) finds the step. */
+  char shared[160], local[160], memory[160];
+  snprintf(shared, sizeof shared, "%s/shared", dir);
+  snprintf(local, sizeof local, "%s/local", dir);
+  snprintf(memory, sizeof memory, "%s/memory", dir);
+  CHECK(endure_ckpt_open_tiered(shared, local, memory, 0, 1, 2, 0, &c) == ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_save(c, 3, buffers, 2, NULL) == ENDURE_CKPT_OK);
+  endure_ckpt_close(c);
+  CHECK(endure_ckpt_open_tiered(shared, local, memory, 0, 1, 2, 0, &c) == ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_load(c, -1, &loaded) == ENDURE_CKPT_OK && loaded == 3);
+  CHECK(endure_ckpt_loaded_buffer(c, "weights", &data, &size) == ENDURE_CKPT_OK);
+  CHECK(size == sizeof weights && memcmp(data, weights, size) == 0);
+  endure_ckpt_close(c);
+
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   CHECK(system(cmd) == 0);

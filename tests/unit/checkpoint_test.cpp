@@ -8,7 +8,10 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
+#include <thread>
 
 #include "support/temp_dir.h"
 
@@ -43,7 +46,7 @@ void expect_pattern(const Loaded& l, int64_t step, size_t weights = 3000, size_t
 
 TEST(Checkpoint, SavesInTheBackgroundAndLoadsBitExact) {
   test::TempDir dir;
-  auto c = open_ok({dir.path()});
+  auto c = open_ok({.dir = dir.path()});
   ASSERT_TRUE(save_pattern(*c, 10).ok());
   ASSERT_TRUE(c->wait().ok());
   auto latest = c->latest();
@@ -60,7 +63,7 @@ TEST(Checkpoint, SavesInTheBackgroundAndLoadsBitExact) {
 
 TEST(Checkpoint, BadInputIsRefusedAndWritesNothing) {
   test::TempDir dir;
-  auto c = open_ok({dir.path()});
+  auto c = open_ok({.dir = dir.path()});
   uint8_t byte = 1;
   EXPECT_FALSE(c->save(1, {}).ok());
   EXPECT_FALSE(c->save(1, {{"a", &byte, 1}, {"a", &byte, 1}}).ok());
@@ -71,14 +74,14 @@ TEST(Checkpoint, BadInputIsRefusedAndWritesNothing) {
   auto again = c->save(5, {{"a", &byte, 1}});
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.error().message.find("step"), std::string::npos);
-  EXPECT_FALSE(Checkpointer::open({dir.path(), 2, 2}).ok()) << "rank must be below world";
+  EXPECT_FALSE(Checkpointer::open({.dir = dir.path(), .rank = 2, .world = 2}).ok()) << "rank must be below world";
 }
 
 // Every single byte of the newest checkpoint's shard and manifest, flipped in turn, is
 // found on load, which then falls back to the previous checkpoint.
 TEST(Checkpoint, AnyFlippedByteIsFoundAndThePreviousCheckpointUsed) {
   test::TempDir dir;
-  auto c = open_ok({dir.path(), 0, 1, 0, 0, 600, 4096});
+  auto c = open_ok({.dir = dir.path(), .keep_last = 0, .chunk_bytes = 4096});
   ASSERT_TRUE(save_pattern(*c, 1).ok());
   ASSERT_TRUE(save_pattern(*c, 2).ok());
   ASSERT_TRUE(c->wait().ok());
@@ -109,7 +112,7 @@ TEST(Checkpoint, AnyFlippedByteIsFoundAndThePreviousCheckpointUsed) {
 
 TEST(Checkpoint, LoadIntoTheCallersMemoryVerifiesAndFallsBack) {
   test::TempDir dir;
-  auto c = open_ok({dir.path(), 0, 1, 0, 0, 600, 4096});
+  auto c = open_ok({.dir = dir.path(), .keep_last = 0, .chunk_bytes = 4096});
   ASSERT_TRUE(save_pattern(*c, 1).ok());
   ASSERT_TRUE(save_pattern(*c, 2).ok());
   ASSERT_TRUE(c->wait().ok());
@@ -144,7 +147,7 @@ TEST(Checkpoint, LoadIntoTheCallersMemoryVerifiesAndFallsBack) {
 
 TEST(Checkpoint, RetentionKeepsTheLastAndEveryMthAfterANewerCommit) {
   test::TempDir dir;
-  auto c = open_ok({dir.path(), 0, 1, 2, 5});
+  auto c = open_ok({.dir = dir.path(), .keep_last = 2, .keep_every = 5});
   for (int64_t s = 1; s <= 12; ++s) ASSERT_TRUE(save_pattern(*c, s, 100, 10).ok());
   ASSERT_TRUE(c->wait().ok());
   std::vector<int64_t> steps;
@@ -162,7 +165,7 @@ TEST(Checkpoint, ARankThatDiesBeforeItsShardIsDurableLeavesTheStepUncommitted) {
     if (pid == 0) {
       int code = 0;
       {
-        auto c = Checkpointer::open({dir.path(), rank, 3, 3, 0, 2.0});
+        auto c = Checkpointer::open({.dir = dir.path(), .rank = rank, .world = 3, .keep_last = 3, .commit_timeout_seconds = 2.0});
         if (!c.ok() || !save_pattern(**c, 1).ok() || !(*c)->wait().ok()) code = 1;
         if (rank == 2) ::_exit(code);  // dies before saving step 2
         Status s = save_pattern(**c, 2);
@@ -180,7 +183,7 @@ TEST(Checkpoint, ARankThatDiesBeforeItsShardIsDurableLeavesTheStepUncommitted) {
     EXPECT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 0) << "pid " << pid;
   }
-  auto c = open_ok({dir.path(), 1, 3});
+  auto c = open_ok({.dir = dir.path(), .rank = 1, .world = 3});
   auto latest = c->latest();
   ASSERT_TRUE(latest.has_value());
   EXPECT_EQ(latest->step, 1);
@@ -192,23 +195,29 @@ TEST(Checkpoint, ARankThatDiesBeforeItsShardIsDurableLeavesTheStepUncommitted) {
 
 // A writer saving step after step is killed with SIGKILL at random moments, 200 times
 // (seeded); each time the newest committed checkpoint loads bit-exact, never a partial one,
-// and never one older than the writer had seen committed.
-TEST(Checkpoint, SigkillAtRandomPointsAlwaysLeavesTheNewestCommittedCheckpoint) {
-  test::TempDir dir;
-  auto committed_log = dir.path() / "committed";
+// and never one older than the writer had seen committed. With node-local tiers a step
+// may exist in the memory tier before the shared folder has it: a restore finds it there.
+void sigkill_writer_200_times(const std::filesystem::path& root, bool tiers) {
+  auto committed_log = root / "committed";
+  Options base{.dir = root / "ckpt", .keep_last = 2};
+  if (tiers) {
+    base.memory_dir = root / "shm";
+    base.local_dir = root / "local";
+  }
   std::mt19937 rng(20261202);
   const size_t kWeights = 192 * 1024, kOptim = 64 * 1024;
   int64_t last_committed = -1;
   int restores = 0;
+  std::set<std::string> tiers_used;
   for (int kill = 0; kill < 200; ++kill) {
     int64_t first = last_committed + 1;
     {
-      auto c = open_ok({dir.path() / "ckpt"});
+      auto c = open_ok(base);
       if (auto l = c->latest()) first = l->step + 1;
     }
     pid_t pid = ::fork();
     if (pid == 0) {
-      auto c = Checkpointer::open({dir.path() / "ckpt", 0, 1, 2, 0});
+      auto c = Checkpointer::open(base);
       if (!c.ok()) ::_exit(1);
       for (int64_t s = first;; ++s) {
         if (!save_pattern(**c, s, kWeights, kOptim).ok() || !(*c)->wait().ok()) ::_exit(1);
@@ -224,16 +233,146 @@ TEST(Checkpoint, SigkillAtRandomPointsAlwaysLeavesTheNewestCommittedCheckpoint) 
       int64_t s;
       while (in >> s) last_committed = std::max(last_committed, s);
     }
-    auto c = open_ok({dir.path() / "ckpt"});
-    auto loaded = c->load();
+    auto c = open_ok(base);
+    std::vector<uint8_t> w(kWeights), m(kOptim);
+    auto loaded = c->load_into(-1, {{"weights", w.data(), w.size()}, {"optimizer", m.data(), m.size()}});
     if (last_committed < 0 && !loaded.ok()) continue;
     ASSERT_TRUE(loaded.ok()) << "kill " << kill << ": " << loaded.error().message;
     ASSERT_GE(loaded->step, last_committed) << "kill " << kill;
-    expect_pattern(*loaded, loaded->step, kWeights, kOptim);
+    ASSERT_EQ(w, pattern(loaded->step, kWeights)) << "kill " << kill << ", step " << loaded->step;
+    ASSERT_EQ(m, pattern(loaded->step + 1000000, kOptim)) << "kill " << kill << ", step " << loaded->step;
+    tiers_used.insert(loaded->tiers.at(0));
     ++restores;
   }
   EXPECT_GT(restores, 150);
   EXPECT_GT(last_committed, 50) << "the writer should have committed many steps";
+  if (tiers) {
+    EXPECT_TRUE(tiers_used.count("memory")) << "restores should come from the memory tier";
+  }
+}
+
+TEST(Checkpoint, SigkillAtRandomPointsAlwaysLeavesTheNewestCommittedCheckpoint) {
+  test::TempDir dir;
+  sigkill_writer_200_times(dir.path(), false);
+}
+
+TEST(CheckpointTiers, SigkillAtRandomPointsRestoresTheNewestStepOfAnyTier) {
+  test::TempDir dir;
+  sigkill_writer_200_times(dir.path(), true);
+}
+
+// A step in every tier restores from the fastest copy that verifies: memory, then the local
+// disk, then the shared folder; a new process finds the memory tier's copy.
+TEST(CheckpointTiers, RestoreReadsTheFastestTierThatVerifies) {
+  test::TempDir dir;
+  Options o{.dir = dir.path() / "shared", .memory_dir = dir.path() / "shm", .local_dir = dir.path() / "local"};
+  {
+    auto c = open_ok(o);
+    ASSERT_TRUE(save_pattern(*c, 1).ok());
+    ASSERT_TRUE(save_pattern(*c, 2).ok());
+    ASSERT_TRUE(c->wait().ok());
+    auto latest = c->latest();
+    ASSERT_TRUE(latest.has_value());
+    EXPECT_EQ(latest->step, 2);
+    EXPECT_EQ(latest->tiers, (std::vector<std::string>{"memory", "local", "shared"}));
+  }
+  auto tier_of_restore = [&](int64_t want_step) {
+    auto c = open_ok(o);
+    auto l = c->load();
+    EXPECT_TRUE(l.ok()) << (l.ok() ? "" : l.error().message);
+    if (!l.ok()) return std::string();
+    EXPECT_EQ(l->step, want_step);
+    expect_pattern(*l, want_step);
+    std::vector<uint8_t> w(3000), m(1000);
+    auto info = c->load_into(-1, {{"weights", w.data(), w.size()}, {"optimizer", m.data(), m.size()}});
+    return info.ok() ? info->tiers.at(0) : std::string("error");
+  };
+  EXPECT_EQ(tier_of_restore(2), "memory");
+  // Damage step 2's memory copy: the local disk's copy is used, then the shared one.
+  std::filesystem::path mem_shard;
+  for (auto slot : {"slot-0", "slot-1"}) {
+    auto m = o.memory_dir / slot;
+    if (std::filesystem::exists(m / "MANIFEST.json")) {
+      std::ifstream in(m / "MANIFEST.json");
+      std::string text((std::istreambuf_iterator<char>(in)), {});
+      if (text.find("\"step\":2") != std::string::npos) mem_shard = m / "rank-00000.shard";
+    }
+  }
+  ASSERT_FALSE(mem_shard.empty());
+  auto flip = [](const std::filesystem::path& p, std::streamoff at) {
+    std::fstream f(p, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(at);
+    char b = 0;
+    f.get(b);
+    f.seekp(at);
+    f.put(static_cast<char>(b ^ 0x40));
+  };
+  flip(mem_shard, 100);
+  EXPECT_EQ(tier_of_restore(2), "local");
+  flip(o.local_dir / "step-000000000002" / "rank-00000.shard", 200);
+  EXPECT_EQ(tier_of_restore(2), "shared");
+  // Without the shared copy, every copy of step 2 is damaged: step 1 is the newest left.
+  std::filesystem::remove_all(o.dir / "step-000000000002");
+  auto c = open_ok(o);
+  auto l = c->load();
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->step, 1);
+  expect_pattern(*l, 1);
+}
+
+// Double buffering: saves in a row all land; after a restart the first save does not
+// overwrite the memory tier's newest step; the local disk keeps local_keep_last steps.
+TEST(CheckpointTiers, SlotsAlternateAndTheLocalDiskKeepsItsNewestSteps) {
+  test::TempDir dir;
+  Options o{.dir = dir.path() / "shared", .memory_dir = dir.path() / "shm", .local_dir = dir.path() / "local"};
+  {
+    auto c = open_ok(o);
+    for (int64_t s = 1; s <= 5; ++s) ASSERT_TRUE(save_pattern(*c, s).ok());
+    ASSERT_TRUE(c->wait().ok());
+  }
+  auto c = open_ok(o);
+  std::map<int64_t, std::vector<std::string>> tiers;
+  for (const auto& info : c->list()) tiers[info.step] = info.tiers;
+  EXPECT_EQ(tiers[5], (std::vector<std::string>{"memory", "local", "shared"}));
+  EXPECT_EQ(tiers[4], (std::vector<std::string>{"memory", "local", "shared"}));
+  EXPECT_EQ(tiers[3], (std::vector<std::string>{"shared"}));
+  ASSERT_TRUE(save_pattern(*c, 6).ok());
+  ASSERT_TRUE(c->wait().ok());
+  tiers.clear();
+  for (const auto& info : c->list()) tiers[info.step] = info.tiers;
+  EXPECT_EQ(tiers[6].front(), "memory");
+  EXPECT_EQ(tiers[5].front(), "memory") << "the first save after a restart keeps the newest in memory";
+  EXPECT_EQ(tiers[4], (std::vector<std::string>{"shared"}));
+}
+
+// Two ranks of one node share the node-local tiers: the memory tier's step is committed
+// once both shards are there, and each rank restores its own shard from it.
+TEST(CheckpointTiers, RanksOfOneNodeCommitTheNodeLocalTiers) {
+  test::TempDir dir;
+  auto options = [&](int rank) {
+    return Options{.dir = dir.path() / "shared", .rank = rank, .world = 2,
+                   .memory_dir = dir.path() / "shm", .local_dir = dir.path() / "local"};
+  };
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([&, rank] {
+      auto c = open_ok(options(rank));
+      EXPECT_TRUE(save_pattern(*c, 7).ok());
+      EXPECT_TRUE(c->wait().ok());
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    auto c = open_ok(options(rank));
+    auto latest = c->latest();
+    ASSERT_TRUE(latest.has_value());
+    EXPECT_EQ(latest->tiers, (std::vector<std::string>{"memory", "local", "shared"}));
+    std::vector<uint8_t> w(3000), m(1000);
+    auto info = c->load_into(-1, {{"weights", w.data(), w.size()}, {"optimizer", m.data(), m.size()}});
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->tiers.at(0), "memory");
+    EXPECT_EQ(w, pattern(7, 3000));
+  }
 }
 
 }  // namespace

@@ -36,12 +36,15 @@ endure_ckpt_status done(endure_ckpt* c) {
 
 }  // namespace
 
-extern "C" endure_ckpt_status endure_ckpt_open(const char* dir, int rank, int world, int keep_last,
-                                               int keep_every, endure_ckpt** out) {
+extern "C" endure_ckpt_status endure_ckpt_open_tiered(const char* dir, const char* local_dir,
+                                                      const char* memory_dir, int rank, int world,
+                                                      int keep_last, int keep_every, endure_ckpt** out) {
   if (!dir || !out) return ENDURE_CKPT_EINVAL;
   try {
     endure::ckpt::Options o;
     o.dir = dir;
+    if (local_dir) o.local_dir = local_dir;
+    if (memory_dir) o.memory_dir = memory_dir;
     o.rank = rank;
     o.world = world;
     o.keep_last = keep_last;
@@ -53,6 +56,11 @@ extern "C" endure_ckpt_status endure_ckpt_open(const char* dir, int rank, int wo
   } catch (...) {
     return ENDURE_CKPT_EOTHER;
   }
+}
+
+extern "C" endure_ckpt_status endure_ckpt_open(const char* dir, int rank, int world, int keep_last,
+                                               int keep_every, endure_ckpt** out) {
+  return endure_ckpt_open_tiered(dir, nullptr, nullptr, rank, world, keep_last, keep_every, out);
 }
 
 extern "C" void endure_ckpt_close(endure_ckpt* c) {

@@ -1,67 +1,35 @@
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <functional>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "common/fs.h"
 #include "common/log.h"
 #include "endure/checkpoint.h"
 #include "train/ckpt/format.h"
-
-#include <xxhash.h>
-#include <fmt/format.h>
+#include "train/ckpt/shard_io.h"
+#include "train/ckpt/staging.h"
 
 namespace endure::ckpt {
 namespace {
 
-Error io_error(const std::string& what) {
-  return make_error("IOError", what + ": " + std::strerror(errno));
-}
-
-// write, fsync, rename, fsync the folder: the shard appears whole or not at all.
-Status write_durable(const std::filesystem::path& path, const uint8_t* data, size_t size) {
-  auto tmp = path;
-  tmp += ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error("create " + tmp.string());
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::write(fd, data + done, std::min<size_t>(size - done, 64u << 20));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      Error e = io_error("write " + tmp.string());
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return e;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0) {
-    Error e = io_error("fsync " + tmp.string());
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return e;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Error e = io_error("rename " + tmp.string());
-    ::unlink(tmp.c_str());
-    return e;
-  }
-  return fs::sync_dir(path.parent_path());
-}
+constexpr int kSlots = 2;  // double buffering: one slot copied into while one is written
 
 Result<json> read_sealed(const std::filesystem::path& path) {
   auto text = fs::read_file(path);
   if (!text) return make_error("CorruptCheckpoint", path.string() + ": missing");
   return unseal(*text, path.string());
+}
+
+std::filesystem::path slot_dir(const std::filesystem::path& memory_dir, int slot) {
+  return memory_dir / fmt::format("slot-{}", slot);
 }
 
 // Cheap checks of a committed step: the manifest seals, every shard has its size. The
@@ -82,11 +50,12 @@ CheckpointInfo inspect(const std::filesystem::path& dir, int64_t step, json* man
   }
   info.world = m->value("world", 0);
   info.user = m->value("user", json::object());
-  if (m->value("step", -1LL) != step || !m->contains("shards") || !(*m)["shards"].is_array() ||
-      static_cast<int>((*m)["shards"].size()) != info.world) {
+  if ((step >= 0 && m->value("step", -1LL) != step) || !m->contains("shards") ||
+      !(*m)["shards"].is_array() || static_cast<int>((*m)["shards"].size()) != info.world) {
     info.reason = "manifest does not describe this step's shards";
     return info;
   }
+  info.step = m->value("step", -1LL);
   for (const auto& s : (*m)["shards"]) {
     std::error_code ec;
     auto size = std::filesystem::file_size(dir / s.value("file", ""), ec);
@@ -104,6 +73,7 @@ CheckpointInfo inspect(const std::filesystem::path& dir, int64_t step, json* man
 std::vector<int64_t> steps_in(const std::filesystem::path& dir) {
   std::vector<int64_t> steps;
   std::error_code ec;
+  if (dir.empty()) return steps;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     int64_t s = parse_step_dir(e.path().filename().string());
     if (s >= 0 && e.is_directory()) steps.push_back(s);
@@ -112,22 +82,179 @@ std::vector<int64_t> steps_in(const std::filesystem::path& dir) {
   return steps;
 }
 
+// A folder holding one step's shards in one tier.
+struct Copy {
+  std::string tier;
+  std::filesystem::path dir;
+};
+
+// Every committed copy of every step in every tier, newest step first, fastest tier first;
+// and (in `uncommitted`) the shared folders of steps that have no manifest.
+std::map<int64_t, std::vector<Copy>, std::greater<>> copies_of(const Options& o,
+                                                               std::vector<int64_t>* uncommitted = nullptr) {
+  std::map<int64_t, std::vector<Copy>, std::greater<>> out;
+  if (!o.memory_dir.empty()) {
+    for (int slot = 0; slot < kSlots; ++slot) {
+      auto dir = slot_dir(o.memory_dir, slot);
+      if (auto m = read_sealed(dir / kManifestName)) out[m->value("step", -1LL)].push_back({"memory", dir});
+    }
+  }
+  for (int64_t s : steps_in(o.local_dir)) {
+    auto dir = step_dir(o.local_dir, s);
+    if (std::filesystem::exists(dir / kManifestName)) out[s].push_back({"local", dir});
+  }
+  for (int64_t s : steps_in(o.dir)) {
+    auto dir = step_dir(o.dir, s);
+    if (std::filesystem::exists(dir / kManifestName)) {
+      out[s].push_back({"shared", dir});
+    } else if (uncommitted) {
+      uncommitted->push_back(s);
+    }
+  }
+  out.erase(-1);
+  return out;
+}
+
+// The shard description of `rank` in a manifest, or null.
+const json* shard_of(const json& manifest, int rank) {
+  for (const auto& x : manifest["shards"]) {
+    if (x.value("rank", -1) == rank) return &x;
+  }
+  return nullptr;
+}
+
+// Commits a node-local tier's step once every rank's descriptor of it is there (all ranks on
+// this node). Any rank may complete it; the manifest is the same whoever writes it.
+Status commit_if_complete(const std::filesystem::path& dir, int64_t step, int world, const json& user) {
+  json shards = json::array();
+  for (int r = 0; r < world; ++r) {
+    auto d = read_sealed(dir / descriptor_name(r));
+    if (!d || d->value("step", -1LL) != step) return {};
+    d->erase("magic");
+    d->erase("version");
+    d->erase("step");
+    shards.push_back(*d);
+  }
+  json manifest = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", step},
+                   {"world", world},         {"user", user},             {"shards", shards}};
+  return fs::atomic_write_file(dir / kManifestName, seal(manifest).dump());
+}
+
+// Removes this rank's files of all but its newest `keep` steps in a node-local tier, with
+// each such step's manifest (it no longer holds every shard) and the folder once empty.
+void prune_rank(const std::filesystem::path& dir, int rank, int keep) {
+  int kept = 0;
+  for (int64_t s : steps_in(dir)) {
+    auto step = step_dir(dir, s);
+    if (!std::filesystem::exists(step / descriptor_name(rank))) continue;
+    if (kept++ < keep) continue;
+    std::error_code ec;
+    std::filesystem::remove(step / kManifestName, ec);
+    std::filesystem::remove(step / descriptor_name(rank), ec);
+    std::filesystem::remove(step / shard_name(rank), ec);
+    std::filesystem::remove(step, ec);  // fails while other ranks' files remain: fine
+  }
+}
+
 }  // namespace
 
 struct Checkpointer::Impl {
+  struct Job {
+    int64_t step;  // -1: only size the slot to `bytes`, touching its pages
+    int slot;
+    json user;
+    json layout;
+    size_t bytes = 0;
+  };
   std::mutex mu;
   std::condition_variable cv;
-  bool busy = false;  // a save is being persisted
+  std::deque<Job> queue;
+  bool writing = false;  // the worker holds a job
   bool stop = false;
-  bool has_job = false;
-  int64_t step = -1;
   int64_t last_step = -1;
-  json user;
-  json layout;
-  std::vector<uint8_t> staging;  // reused: touched once, not allocated per save
-  Status status;
+  bool slot_busy[kSlots] = {};
+  int next_slot = 0;
+  std::vector<StagingSlot> slots;
+  Status status;  // the first failure since the last wait()
   std::thread worker;
 };
+
+namespace {
+
+// A node-local tier failing (a full /dev/shm, a dead local disk) costs speed, not the
+// checkpoint: it is logged and the shared tier is written all the same.
+void warn_local(const char* tier, int64_t step, const Status& s) {
+  if (!s) log::warn("checkpoint step {}: {} tier: {}", step, tier, s.error().message);
+}
+
+// Rank 0's commit: waits for every rank's descriptor in the shared folder, then writes the
+// manifest that makes the step exist.
+Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t step, const json& user) {
+  json shards = json::array();
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(o.commit_timeout_seconds * 1000));
+  for (int r = 0; r < o.world; ++r) {
+    for (;;) {
+      auto d = read_sealed(dir / descriptor_name(r));
+      if (d && d->value("step", -1LL) == step) {
+        d->erase("magic");
+        d->erase("version");
+        d->erase("step");
+        shards.push_back(*d);
+        break;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        return make_error("CommitTimeout", fmt::format("rank {} did not make its shard of step {} durable in time",
+                                                       r, step));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  json manifest = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", step},
+                   {"world", o.world},       {"user", user},             {"shards", shards}};
+  return fs::atomic_write_file(dir / kManifestName, seal(manifest).dump());
+}
+
+// One save's way through the tiers, fastest first: the memory tier (the slot is already its
+// shard: only its descriptor is written), the local disk, then the shared folder.
+Status persist(const Options& o, int64_t step, const json& user, const json& layout, const StagingSlot& slot) {
+  const uint8_t* data = slot.data();
+  const size_t size = slot.size();
+  std::vector<std::string> chunks;
+  auto descriptor = [&] {
+    json d = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", step},
+              {"rank", o.rank},          {"file", shard_name(o.rank)}, {"size", size},
+              {"chunk_bytes", o.chunk_bytes}, {"chunks", chunks},    {"buffers", layout}};
+    return seal(d).dump();
+  };
+  if (!o.memory_dir.empty()) {
+    chunks = chunk_checksums(data, size, o.chunk_bytes);
+    auto dir = slot.file().parent_path();
+    Status s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
+    if (s) s = commit_if_complete(dir, step, o.world, user);
+    warn_local("memory", step, s);
+  }
+  if (!o.local_dir.empty()) {
+    auto dir = step_dir(o.local_dir, step);
+    Status s = fs::make_dirs(dir);
+    if (s) s = write_durable(dir / shard_name(o.rank), data, size, o.chunk_bytes, chunks.empty() ? &chunks : nullptr);
+    if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
+    if (s) s = commit_if_complete(dir, step, o.world, user);
+    if (s) prune_rank(o.local_dir, o.rank, o.local_keep_last);
+    warn_local("local", step, s);
+  }
+  auto dir = step_dir(o.dir, step);
+  Status s = fs::make_dirs(dir);
+  if (s) s = write_durable(dir / shard_name(o.rank), data, size, o.chunk_bytes, chunks.empty() ? &chunks : nullptr);
+  if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
+  if (s && o.rank == 0) {
+    s = commit_shared(o, dir, step, user);
+    if (s) prune(o.dir, o.keep_last, o.keep_every);
+  }
+  return s;
+}
+
+}  // namespace
 
 Checkpointer::Checkpointer(Options options) : options_(std::move(options)), impl_(new Impl) {}
 
@@ -139,64 +266,54 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
   if (options.keep_last < 0 || options.keep_every < 0) {
     return make_error("ValidationException", "keep_last/keep_every: must not be negative");
   }
+  if (options.local_keep_last < 1) return make_error("ValidationException", "local_keep_last: at least 1");
   if (auto s = fs::make_dirs(options.dir); !s) return s.error();
+  for (const auto& tier : {options.local_dir, options.memory_dir}) {
+    if (tier.empty()) continue;
+    if (auto s = fs::make_dirs(tier); !s) return s.error();
+  }
   std::unique_ptr<Checkpointer> c(new Checkpointer(options));
   Impl& im = *c->impl_;
+  int64_t newest = -1;
+  for (int slot = 0; slot < kSlots; ++slot) {
+    if (options.memory_dir.empty()) {
+      im.slots.emplace_back();
+      continue;
+    }
+    auto dir = slot_dir(options.memory_dir, slot);
+    im.slots.emplace_back(dir / shard_name(options.rank));
+    // The first save goes to the slot that does not hold the newest in-memory step.
+    if (auto m = read_sealed(dir / kManifestName); m && m->value("step", -1LL) > newest) {
+      newest = m->value("step", -1LL);
+      im.next_slot = (slot + 1) % kSlots;
+    }
+  }
   Checkpointer* self = c.get();
   im.worker = std::thread([self] {
     Impl& im = *self->impl_;
-    const Options& o = self->options_;
     for (;;) {
       std::unique_lock lock(im.mu);
-      im.cv.wait(lock, [&] { return im.has_job || im.stop; });
-      if (!im.has_job) return;
+      im.cv.wait(lock, [&] { return !im.queue.empty() || im.stop; });
+      if (im.queue.empty()) return;
+      Impl::Job job = std::move(im.queue.front());
+      im.queue.pop_front();
+      im.writing = true;
       lock.unlock();
-      // Persist: this rank's shard, its description, then (rank 0) the commit.
-      auto dir = step_dir(o.dir, im.step);
-      Status s = fs::make_dirs(dir);
-      if (s) s = write_durable(dir / shard_name(o.rank), im.staging.data(), im.staging.size());
-      json desc = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", im.step},
-                   {"rank", o.rank}, {"file", shard_name(o.rank)}, {"size", im.staging.size()},
-                   {"chunk_bytes", o.chunk_bytes},
-                   {"chunks", chunk_checksums(im.staging.data(), im.staging.size(), o.chunk_bytes)},
-                   {"buffers", im.layout}};
-      if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), seal(desc).dump());
-      if (s && o.rank == 0) {
-        json shards = json::array();
-        auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(o.commit_timeout_seconds * 1000));
-        for (int r = 0; r < o.world && s; ++r) {
-          for (;;) {
-            auto d = read_sealed(dir / descriptor_name(r));
-            if (d && d->value("step", -1LL) == im.step) {
-              d->erase("magic");
-              d->erase("version");
-              d->erase("step");
-              shards.push_back(*d);
-              break;
-            }
-            if (std::chrono::steady_clock::now() > deadline) {
-              s = make_error("CommitTimeout", "rank " + std::to_string(r) +
-                                                  " did not make its shard of step " +
-                                                  std::to_string(im.step) + " durable in time");
-              break;
-            }
-            std::this_thread::sleep_for(std::chrono::milliseconds(10));
-          }
-        }
-        if (s) {
-          json manifest = {{"magic", "endure-ckpt"}, {"version", kFormatVersion},
-                           {"step", im.step},       {"world", o.world},
-                           {"user", im.user},       {"shards", shards}};
-          s = fs::atomic_write_file(dir / kManifestName, seal(manifest).dump());
-        }
-        if (s) prune(o.dir, o.keep_last, o.keep_every);
+      if (job.step < 0) {
+        Status s = self->prepare_slot(job.slot, job.bytes);
+        if (!s) log::warn("checkpoint staging: {}", s.error().message);
+        lock.lock();
+        im.writing = false;
+        im.slot_busy[job.slot] = false;
+        im.cv.notify_all();
+        continue;
       }
-      if (!s) log::warn("checkpoint step {}: {}", im.step, s.error().message);
+      Status s = persist(self->options_, job.step, job.user, job.layout, im.slots[job.slot]);
+      if (!s) log::warn("checkpoint step {}: {}", job.step, s.error().message);
       lock.lock();
-      im.status = s;
-      im.has_job = false;
-      im.busy = false;
+      if (!s && im.status) im.status = s;
+      im.writing = false;
+      im.slot_busy[job.slot] = false;
       im.cv.notify_all();
     }
   });
@@ -225,44 +342,99 @@ Status Checkpointer::save(int64_t step, const std::vector<Buffer>& buffers, cons
       return make_error("ValidationException", "buffers: \"" + b.name + "\" has no data");
     }
   }
-  wait();
   Impl& im = *impl_;
   std::unique_lock lock(im.mu);
   if (step < 0 || step <= im.last_step) {
     return make_error("ValidationException", "step: must be above the last saved step (" +
                                                  std::to_string(im.last_step) + ")");
   }
+  const int slot = im.next_slot;
+  im.cv.wait(lock, [&] { return !im.slot_busy[slot]; });
+  im.slot_busy[slot] = true;
+  lock.unlock();
+
+  StagingSlot& staging = im.slots[slot];
   size_t total = kShardHeaderBytes;
   for (const auto& b : buffers) total += b.size;
-  im.staging.resize(total);
+  invalidate_memory_copy(slot);
+  if (Status s = staging.resize(total); !s) {
+    lock.lock();
+    im.slot_busy[slot] = false;
+    return s;
+  }
   std::string header = shard_header(options_.rank);
-  std::memcpy(im.staging.data(), header.data(), header.size());
+  std::memcpy(staging.data(), header.data(), header.size());
   json layout = json::array();
   size_t off = kShardHeaderBytes;
   for (const auto& b : buffers) {
-    if (b.size) std::memcpy(im.staging.data() + off, b.data, b.size);
+    if (b.size) std::memcpy(staging.data() + off, b.data, b.size);
     layout.push_back({{"name", b.name}, {"offset", off}, {"size", b.size}});
     off += b.size;
   }
-  im.step = step;
+  lock.lock();
   im.last_step = step;
-  im.user = user;
-  im.layout = std::move(layout);
-  im.has_job = true;
-  im.busy = true;
+  im.next_slot = (slot + 1) % kSlots;
+  im.queue.push_back({step, slot, user, std::move(layout)});
+  // The next save's slot is sized (its pages touched) in the background, not in its stall.
+  const int next = im.next_slot;
+  if (!im.slot_busy[next] && im.slots[next].size() != total) {
+    im.slot_busy[next] = true;
+    im.queue.push_back({-1, next, {}, {}, total});
+  }
   im.cv.notify_all();
   return {};
 }
 
+void Checkpointer::invalidate_memory_copy(int slot) {
+  if (options_.memory_dir.empty()) return;
+  // The slot's old step stops existing in the memory tier before its bytes change.
+  std::error_code ec;
+  auto dir = impl_->slots[slot].file().parent_path();
+  std::filesystem::remove(dir / kManifestName, ec);
+  std::filesystem::remove(dir / descriptor_name(options_.rank), ec);
+}
+
+Status Checkpointer::prepare_slot(int slot, size_t bytes) {
+  StagingSlot& staging = impl_->slots[slot];
+  if (staging.data() && staging.size() == bytes) return {};
+  // A memory-tier slot of another size no longer holds a whole step.
+  if (!options_.memory_dir.empty() && std::filesystem::exists(staging.file())) {
+    std::error_code ec;
+    if (std::filesystem::file_size(staging.file(), ec) != bytes) invalidate_memory_copy(slot);
+  }
+  return staging.resize(bytes);
+}
+
 Status Checkpointer::wait() {
   std::unique_lock lock(impl_->mu);
-  impl_->cv.wait(lock, [&] { return !impl_->busy; });
-  return impl_->status;
+  impl_->cv.wait(lock, [&] { return impl_->queue.empty() && !impl_->writing; });
+  return std::exchange(impl_->status, Status());
 }
 
 std::vector<CheckpointInfo> Checkpointer::list() const {
+  std::vector<int64_t> uncommitted;
+  auto all = copies_of(options_, &uncommitted);
+  std::set<int64_t, std::greater<>> steps(uncommitted.begin(), uncommitted.end());
+  for (const auto& [s, _] : all) steps.insert(s);
   std::vector<CheckpointInfo> out;
-  for (int64_t s : steps_in(options_.dir)) out.push_back(inspect(step_dir(options_.dir, s), s));
+  for (int64_t s : steps) {
+    auto it = all.find(s);
+    if (it == all.end()) {
+      out.push_back(inspect(step_dir(options_.dir, s), s));
+      continue;
+    }
+    CheckpointInfo best;
+    for (const Copy& copy : it->second) {
+      auto info = inspect(copy.dir, s);
+      if (info.valid && !best.valid) best = info;
+      if (!best.valid && best.reason.empty()) best = info;
+      if (info.valid) {
+        best.tiers.push_back(copy.tier);
+        best.tier_paths.push_back(copy.dir);
+      }
+    }
+    out.push_back(std::move(best));
+  }
   return out;
 }
 
@@ -275,18 +447,14 @@ std::optional<CheckpointInfo> Checkpointer::latest() const {
 
 namespace {
 
-// Reads a shard straight into the caller's buffers in file order, checking each chunk's
-// XXH3 as its bytes arrive.
-Status read_into(const std::filesystem::path& dir, const json& shard,
-                 const std::vector<MutableBuffer>& buffers) {
+// Reads a shard straight into the caller's buffers, every chunk verified on the way.
+Status read_shard(const std::filesystem::path& dir, const json& shard, const std::vector<MutableBuffer>& buffers) {
   auto path = dir / shard.value("file", "");
-  size_t chunk = shard.value("chunk_bytes", size_t{0});
-  const auto& sums = shard["chunks"];
   uint64_t size = shard.value("size", 0ULL);
-  struct Segment {
-    uint8_t* dst;
-    size_t size;
-  };
+  if (!shard.contains("chunks") || !shard["chunks"].is_array() || !shard.contains("buffers") ||
+      !shard["buffers"].is_array()) {
+    return make_error("CorruptCheckpoint", path.string() + ": shard description incomplete");
+  }
   uint8_t header[kShardHeaderBytes];
   std::vector<Segment> segments = {{header, kShardHeaderBytes}};
   size_t next = kShardHeaderBytes;
@@ -296,102 +464,61 @@ Status read_into(const std::filesystem::path& dir, const json& shard,
     auto it = std::find_if(buffers.begin(), buffers.end(), [&](auto& m) { return m.name == name; });
     if (it == buffers.end() || it->size != n) {
       return make_error("ValidationException",
-                        "buffers: \"" + name + "\" of " + std::to_string(n) +
-                            " bytes must be given with that size");
+                        "buffers: \"" + name + "\" of " + std::to_string(n) + " bytes must be given with that size");
     }
     if (off != next) return make_error("CorruptCheckpoint", path.string() + ": buffers not contiguous");
     segments.push_back({static_cast<uint8_t*>(it->data), n});
     next += n;
   }
-  if (next != size || chunk == 0) return make_error("CorruptCheckpoint", path.string() + ": sizes disagree");
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return make_error("CorruptCheckpoint", path.string() + ": cannot open");
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);  // a larger readahead: read once, in order
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
-  uint64_t pos = 0, chunk_end = std::min<uint64_t>(chunk, size);
-  size_t index = 0;
-  Status result;
-  auto check_chunk = [&]() -> bool {
-    std::string got = fmt::format("{:016x}", XXH3_64bits_digest(state));
-    if (index >= sums.size() || sums[index] != got) {
-      result = make_error("CorruptCheckpoint", fmt::format("{}: chunk {} (bytes {}..) fails its checksum",
-                                                           path.string(), index, index * chunk));
-      return false;
-    }
-    ++index;
-    XXH3_64bits_reset(state);
-    chunk_end = std::min<uint64_t>(chunk_end + chunk, size);
-    return true;
-  };
-  for (const auto& seg : segments) {
-    size_t done = 0;
-    while (result && done < seg.size) {
-      size_t n = static_cast<size_t>(std::min<uint64_t>(seg.size - done, chunk_end - pos));
-      ssize_t got = ::pread(fd, seg.dst + done, n, static_cast<off_t>(pos));
-      if (got <= 0) {
-        result = make_error("CorruptCheckpoint", path.string() + ": shorter than the manifest says");
-        break;
-      }
-      XXH3_64bits_update(state, seg.dst + done, static_cast<size_t>(got));
-      done += static_cast<size_t>(got);
-      pos += static_cast<uint64_t>(got);
-      if (pos == chunk_end && !check_chunk()) break;
-    }
-    if (!result) break;
+  if (next != size) return make_error("CorruptCheckpoint", path.string() + ": sizes disagree");
+  Status s = read_verified(path, size, shard.value("chunk_bytes", size_t{0}), shard["chunks"], segments);
+  if (s && std::memcmp(header, kShardMagic, 8) != 0) {
+    s = make_error("CorruptCheckpoint", path.string() + ": not a shard (magic)");
   }
-  if (result && size == 0) check_chunk();
-  if (result && index != sums.size()) result = make_error("CorruptCheckpoint", path.string() + ": chunk count differs");
-  if (result && std::memcmp(header, kShardMagic, 8) != 0) {
-    result = make_error("CorruptCheckpoint", path.string() + ": not a shard (magic)");
-  }
-  XXH3_freeState(state);
-  ::close(fd);
-  return result;
+  return s;
 }
 
 // Where each buffer of a shard goes (or why it cannot be restored).
 using Destinations = std::function<Result<std::vector<MutableBuffer>>(const json& shard)>;
 
 // Restores this rank's shard of `step` (the newest that verifies when step < 0) into the
-// memory `destinations` names: the one read-and-verify path of load() and load_into().
+// memory `destinations` names, from the fastest tier whose copy verifies: the one
+// read-and-verify path of load() and load_into().
 Result<CheckpointInfo> restore(const Options& o, int64_t step, const Destinations& destinations) {
-  std::vector<int64_t> steps;
-  if (step >= 0) steps.push_back(step);
-  else steps = steps_in(o.dir);
-  Error last = make_error("NotFound", o.dir.string() + ": no complete, valid checkpoint");
-  for (int64_t candidate : steps) {
-    json manifest;
-    auto info = inspect(step_dir(o.dir, candidate), candidate, &manifest);
-    if (!info.committed && step < 0) continue;  // a save in progress, or one never finished
-    Status s;
-    if (!info.valid) s = make_error("CorruptCheckpoint", info.path.string() + ": " + info.reason);
-    const json* shard = nullptr;
-    if (s) {
-      for (const auto& x : manifest["shards"]) {
-        if (x.value("rank", -1) == o.rank) shard = &x;
+  Error last = make_error("NotFound", step < 0 ? o.dir.string() + ": no complete, valid checkpoint"
+                                               : fmt::format("{}: step {} is not committed in any tier",
+                                                             o.dir.string(), step));
+  for (const auto& [s, copies] : copies_of(o)) {
+    if (step >= 0 && s != step) continue;
+    for (const Copy& copy : copies) {
+      json manifest;
+      auto info = inspect(copy.dir, s, &manifest);
+      Status st;
+      if (!info.valid) st = make_error("CorruptCheckpoint", info.path.string() + ": " + info.reason);
+      const json* shard = st ? shard_of(manifest, o.rank) : nullptr;
+      if (st && !shard) {
+        st = make_error("WorldMismatch", fmt::format("{}: no shard for rank {} (saved by a world of {})",
+                                                     info.path.string(), o.rank, info.world));
       }
-      if (!shard) {
-        s = make_error("WorldMismatch", info.path.string() + ": no shard for rank " +
-                                            std::to_string(o.rank) + " (saved by a world of " +
-                                            std::to_string(info.world) + ")");
+      if (st) {
+        auto buffers = destinations(*shard);
+        st = buffers ? read_shard(copy.dir, *shard, *buffers) : Status(buffers.error());
       }
+      if (st) {
+        info.tiers = {copy.tier};
+        info.tier_paths = {copy.dir};
+        return info;
+      }
+      if (st.error().code == "ValidationException") return st.error();
+      log::warn("checkpoint step {} ({} tier) skipped: {}", s, copy.tier, st.error().message);
+      last = st.error();
     }
-    if (s) {
-      auto buffers = destinations(*shard);
-      s = buffers ? read_into(info.path, *shard, *buffers) : Status(buffers.error());
-    }
-    if (s) return info;
-    if (step >= 0 || s.error().code == "ValidationException") return s.error();
-    log::warn("checkpoint step {} skipped: {}", info.step, s.error().message);
-    last = s.error();
   }
   return last;
 }
 
 // Memory for every buffer a shard holds, in `storage`, by name.
-std::vector<MutableBuffer> allocate(const json& shard,
-                                    std::map<std::string, std::vector<uint8_t>>& storage) {
+std::vector<MutableBuffer> allocate(const json& shard, std::map<std::string, std::vector<uint8_t>>& storage) {
   std::vector<MutableBuffer> out;
   for (const auto& b : shard["buffers"]) {
     auto& v = storage[b.value("name", "")];
@@ -407,6 +534,7 @@ Result<Loaded> Checkpointer::load(int64_t step) const {
   Loaded out;
   auto info = restore(options_, step, [&](const json& shard) -> Result<std::vector<MutableBuffer>> {
     out.buffers.clear();
+    if (!shard.contains("buffers") || !shard["buffers"].is_array()) return std::vector<MutableBuffer>{};
     return allocate(shard, out.buffers);
   });
   if (!info) return info.error();
@@ -416,10 +544,8 @@ Result<Loaded> Checkpointer::load(int64_t step) const {
   return out;
 }
 
-Result<CheckpointInfo> Checkpointer::load_into(int64_t step,
-                                               const std::vector<MutableBuffer>& buffers) const {
-  return restore(options_, step,
-                 [&](const json&) -> Result<std::vector<MutableBuffer>> { return buffers; });
+Result<CheckpointInfo> Checkpointer::load_into(int64_t step, const std::vector<MutableBuffer>& buffers) const {
+  return restore(options_, step, [&](const json&) -> Result<std::vector<MutableBuffer>> { return buffers; });
 }
 
 Status verify_checkpoint(const std::filesystem::path& dir) {
@@ -428,7 +554,10 @@ Status verify_checkpoint(const std::filesystem::path& dir) {
   if (!info.valid) return make_error("CorruptCheckpoint", dir.string() + ": " + info.reason);
   for (const auto& shard : manifest["shards"]) {
     std::map<std::string, std::vector<uint8_t>> storage;
-    if (auto s = read_into(dir, shard, allocate(shard, storage)); !s) return s;
+    if (!shard.contains("buffers") || !shard["buffers"].is_array()) {
+      return make_error("CorruptCheckpoint", dir.string() + ": shard description incomplete");
+    }
+    if (auto s = read_shard(dir, shard, allocate(shard, storage)); !s) return s;
   }
   return {};
 }
