@@ -14,6 +14,7 @@ packages=(
   python3-torch
   libfuse3-dev fuse3
   libxxhash-dev
+  libopenblas-dev libsentencepiece-dev sentencepiece libzstd-dev zstd
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,98 @@
+// The CPU backend's memory, its elementwise pieces and the optimizer's kernels; the layers'
+// kernels are in their own files.
+#include "train/model/cpu_backend.h"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "train/model/parallel.h"
+
+namespace endure::model {
+
+CpuBackend::CpuBackend() {
+  // OpenMP's threads own the cores; each calls OpenBLAS on its own block of a product.
+  openblas_set_num_threads(1);
+}
+
+int CpuBackend::threads() const { return omp_get_max_threads(); }
+
+float* CpuBackend::alloc(size_t n) {
+  size_t bytes = ((n * sizeof(float) + 63) / 64) * 64;
+  auto* p = static_cast<float*>(std::aligned_alloc(64, bytes ? bytes : 64));
+  if (p) zero(p, n);  // touches every page now
+  return p;
+}
+
+void CpuBackend::release(float* p) { std::free(p); }
+
+void CpuBackend::zero(float* p, size_t n) {
+#pragma omp parallel
+  {
+    Range r = split(n, omp_get_num_threads(), omp_get_thread_num());
+    if (r.size() > 0) std::memset(p + r.begin, 0, sizeof(float) * r.size());
+  }
+}
+
+float* CpuBackend::scratch(size_t per_thread) {
+  size_t need = per_thread * omp_get_max_threads();
+  if (scratch_.size() < need) scratch_.resize(need);
+  return scratch_.data();
+}
+
+// out (n) = a + b
+void CpuBackend::add(float* out, const float* a, const float* b, size_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+// Blocks of 64Ki floats, each summed in double, then the blocks in order: the same result on
+// any thread count.
+double CpuBackend::sum_squares(const float* x, size_t n) {
+  constexpr size_t kBlock = 1 << 16;
+  const size_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<double> partial(blocks);
+#pragma omp parallel for schedule(static)
+  for (size_t blk = 0; blk < blocks; blk++) {
+    const float* p = x + blk * kBlock;
+    const size_t len = std::min(kBlock, n - blk * kBlock);
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (size_t i = 0; i < len; i++) s += (double)p[i] * p[i];
+    partial[blk] = s;
+  }
+  double total = 0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+void CpuBackend::scale(float* x, size_t n, float factor) {
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) x[i] *= factor;
+}
+
+// PyTorch's AdamW step, elementwise (see include/endure/model.h)
+void CpuBackend::adamw(float* p, const float* g, float* m, float* v, size_t n, float lr,
+                       float beta1, float beta2, float eps, float weight_decay, float bc1,
+                       float bc2_sqrt) {
+  const float decay = 1.0f - lr * weight_decay;
+  const float step_size = lr / bc1;
+#pragma omp parallel for simd schedule(static)
+  for (size_t i = 0; i < n; i++) {
+    float mi = beta1 * m[i] + (1.0f - beta1) * g[i];
+    float vi = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+    m[i] = mi;
+    v[i] = vi;
+    float denom = std::sqrt(vi) / bc2_sqrt + eps;
+    p[i] = p[i] * decay - step_size * mi / denom;
+  }
+}
+
+Backend* cpu_backend() {
+  static CpuBackend backend;
+  return &backend;
+}
+
+}  // namespace endure::model
