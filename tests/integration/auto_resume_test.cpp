@@ -354,5 +354,78 @@ TEST_F(AutoResume, ThePyTorchExampleContinuesFromItsCheckpoint) {
   EXPECT_EQ(status(job)["ResumeCount"], 1);
 }
 
+// endure-train under srun --auto-resume=1 with its checkpoints on /fsx: the node running it
+// crashes, endure replaces it, and the trainer starts again (the step re-run in the same job,
+// or, as the node was also the batch host, the job requeued under the same id) from its
+// newest checkpoint, every re-made step with the loss the first run logged, to the end.
+TEST_F(AutoResume, TheLlamaTrainerResumesFromItsCheckpointOnFsx) {
+  start(2);
+  Endured& e = *e_;
+  // The data, prepared on the host into the shared folder.
+  const std::string data_bin = (bin_dir() / "endure-data").string();
+  ASSERT_EQ(std::system((data_bin + " sample --out " + (fsx_ / "s.jsonl").string() +
+                         " --bytes 300k --seed 2 >/dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((data_bin + " prepare --input " + (fsx_ / "s.jsonl").string() +
+                         " --vocab-size 512 --out " + (fsx_ / "data").string() +
+                         " --seed 2 >/dev/null").c_str()), 0);
+  std::ofstream(fsx_ / "train.sbatch")
+      << "#!/bin/bash\n#SBATCH -N1 --output=/fsx/train-%j.out --open-mode=append\n"
+      << "srun --auto-resume=1 -N1 /opt/endure/bin/endure-train --data /fsx/data --model tiny "
+      << "--dim 128 --n-heads 4 --n-kv-heads 4 --seq-len 128 --batch 8 --threads 1 --steps 400 "
+      << "--warmup 10 --lr 1e-3 --min-lr 1e-4 --eval-every 100 --ckpt-dir /fsx/ckpt "
+      << "--ckpt-every 10 --log /fsx/train.jsonl >/dev/null\n"
+      << "echo \"srun rc=$?\"\n";
+  auto submitted = e.exec(name_, "controller-0", "sbatch --parsable /fsx/train.sbatch");
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
+  long long job = std::atoll(submitted.out.c_str());
+  const auto log_path = fsx_ / "train.jsonl";
+  const auto out_path = fsx_ / ("train-" + std::to_string(job) + ".out");
+  auto last_step = [&] {
+    int64_t step = 0;
+    for (const auto& j : json_lines(log_path)) {
+      if (j.contains("loss")) step = std::max<int64_t>(step, j["step"]);
+    }
+    return step;
+  };
+  ASSERT_TRUE(wait_until([&] { return last_step() >= 25; }, 120s)) << read_text(log_path);
+  auto where = e.exec(name_, "controller-0", "squeue -h -j " + std::to_string(job) + " -o %N");
+  std::string node = where.out.substr(0, where.out.find_first_of(" \n"));
+  ASSERT_FALSE(node.empty()) << where.err;
+  ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", node, "--kind",
+                   "crash"}).exit_code, 0);
+  ASSERT_TRUE(wait_job_end(job, 300s)) << read_text(out_path) << read_text(log_path);
+
+  std::string output = read_text(out_path) + read_text(log_path);
+  EXPECT_NE(output.find("srun rc=0"), std::string::npos) << output;
+  std::vector<json> starts;
+  std::map<int64_t, double> first_run_loss;
+  json done;
+  for (const auto& j : json_lines(log_path)) {
+    if (j.value("start", false)) starts.push_back(j);
+    if (j.contains("loss")) {
+      const int64_t step = j["step"];
+      if (starts.size() == 1) {
+        first_run_loss[step] = j["loss"];
+      } else if (first_run_loss.count(step)) {
+        EXPECT_EQ(j["loss"].get<double>(), first_run_loss[step]) << "step " << step;
+      }
+    }
+    if (j.value("done", false)) done = j;
+  }
+  ASSERT_EQ(starts.size(), 2u) << output;
+  EXPECT_TRUE(starts[0]["resumed_from"].is_null()) << output;
+  ASSERT_TRUE(starts[1]["resumed_from"].is_number_integer()) << output;
+  EXPECT_GE(starts[1]["resumed_from"].get<int>(), 20) << output;
+  EXPECT_EQ(starts[1]["resumed_from"].get<int>() % 10, 0) << output;
+  const bool step_rerun = starts[1]["auto_resume_count"] == 1;
+  const bool requeued = starts[1]["slurm_restart_count"].get<int>() >= 1;
+  EXPECT_TRUE(step_rerun || requeued) << starts[1].dump();
+  if (step_rerun) {
+    EXPECT_NE(starts[1]["auto_resume_reason"].get<std::string>().find(node), std::string::npos)
+        << output;
+  }
+  EXPECT_EQ(done.value("final_step", 0), 400) << output;
+}
+
 }  // namespace
 }  // namespace endure::test

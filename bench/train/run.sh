@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# endure-train against PyTorch eager on the same machine, in the same run, with the same
+# threads, model (the stories15M preset: dim 288, 6 layers, 6 heads, vocab 32000, seq 256),
+# batch and sequence length:
+#   tokens/s of endure-train (real data through its loader, AdamW, clipping; the median
+#     step after warm-up, from its own JSON lines)      vs tests/train/llama_reference.py
+#     --bench (the same model in torch eager fp32, Debian's python3-torch)   target >= 1.5x
+#   endure-train's model FLOPs utilisation against the machine's sgemm rate (OpenBLAS
+#     2048^3 with the same threads, measured in this run)
+#   the training stall of a checkpoint (weights + AdamW moments) per save, through the
+#     checkpoint engine, against the step time
+#
+#   bash bench/train/run.sh            # batch 8, seq 256, 12 timed steps, 3 rounds
+#   bash bench/train/run.sh --smoke    # batch 2, 3 steps, 1 round: checks the bench works
+# Env: THREADS (default: every core), BATCH, STEPS, REPEAT (rounds; ours and torch's
+# alternate, medians compared), BENCH_DIR (default /var/tmp/endure-bench-train-PID).
+# Prints a table, and as its very last line one JSON object with every figure and ratio.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+threads=${THREADS:-$(nproc)}
+batch=${BATCH:-8}
+steps=${STEPS:-12}
+repeat=${REPEAT:-3}
+warmup=2
+if [ "${1:-}" = "--smoke" ]; then batch=2 steps=3 repeat=1 warmup=1; fi
+for b in endure-train endure-data endure-model-bench; do
+  [ -x "build/bin/$b" ] || { echo "run.sh: no build/bin/$b: run scripts/setup.sh first" >&2; exit 2; }
+done
+dir=${BENCH_DIR:-/var/tmp/endure-bench-train-$$}
+mkdir -p "$dir"
+trap 'rm -rf "$dir"' EXIT
+results=$dir/results.jsonl
+: >"$results"
+
+# Token ids below 2048 from a small tokenizer; the model's vocabulary is 32000 all the same
+# (the work of a step does not depend on the ids' values).
+echo "run.sh: preparing data" >&2
+build/bin/endure-data sample --out "$dir/sample.jsonl" --bytes 2M --seed 1 >/dev/null
+build/bin/endure-data prepare --input "$dir/sample.jsonl" --vocab-size 2048 --out "$dir/data" \
+  --val-fraction 0.02 --seed 1 >/dev/null
+
+# The median tokens/s of the steps after warm-up, and the mean checkpoint stall, from
+# endure-train's JSON lines.
+train_figures() {
+  python3 - "$1" "$warmup" <<'PY'
+import json, statistics, sys
+lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+start = next(l for l in lines if l.get("start"))
+steps = [l for l in lines if "loss" in l][int(sys.argv[2]):]
+stalls = [l["stall_ms"] / 1e3 for l in lines if "checkpoint" in l]
+out = {"train_tokens_per_s": statistics.median(l["tokens_per_s"] for l in steps),
+       "train_step_s": statistics.median(l["step_ms"] / 1e3 for l in steps),
+       "flops_per_token": start["flops_per_token"], "params": start["params"],
+       "train_loss_last": steps[-1]["loss"]}
+if stalls:
+    out["ckpt_stall_s"] = statistics.mean(stalls)
+print(json.dumps(out))
+PY
+}
+
+sgemm=$(build/bin/endure-model-bench --sgemm-only --threads "$threads")
+echo "$sgemm" | sed 's/^{/{"kind": "sgemm", /' >>"$results"
+for round in $(seq "$repeat"); do
+  echo "run.sh: round $round of $repeat (endure-train, then torch eager)" >&2
+  # Checkpoints on every 2nd step, to the disk: their stall shows in the figures.
+  timeout 900 build/bin/endure-train --data "$dir/data" --model stories15M --vocab-size 32000 \
+    --batch "$batch" --steps $((warmup + steps)) --warmup 1 --eval-every 0 --threads "$threads" \
+    --ckpt-dir "$dir/ckpt-$round" --ckpt-every 2 --keep-last 1 >"$dir/train.jsonl"
+  rm -rf "$dir/ckpt-$round"
+  train_figures "$dir/train.jsonl" | sed 's/^{/{"kind": "endure", /' >>"$results"
+  timeout 900 /usr/bin/python3 tests/train/llama_reference.py --bench --preset stories15M \
+    --batch "$batch" --threads "$threads" --steps "$steps" --warmup "$warmup" |
+    sed 's/^{/{"kind": "torch", /' >>"$results"
+done
+
+python3 - "$results" "$batch" "$threads" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+batch, threads = int(sys.argv[2]), int(sys.argv[3])
+sgemm = next(r for r in rows if r["kind"] == "sgemm")["sgemm_gflops"]
+ours = [r for r in rows if r["kind"] == "endure"]
+torch = [r for r in rows if r["kind"] == "torch"]
+med = lambda rs, k: statistics.median(r[k] for r in rs)
+ours_tps = med(ours, "train_tokens_per_s")
+torch_tps = med(torch, "tokens_per_s_median")
+fpt = ours[0]["flops_per_token"]
+mfu = ours_tps * fpt / 1e9 / sgemm
+torch_mfu = torch_tps * fpt / 1e9 / sgemm
+stall = med(ours, "ckpt_stall_s") if all("ckpt_stall_s" in r for r in ours) else None
+step_s = med(ours, "train_step_s")
+ratio = ours_tps / torch_tps
+print(f"endure-train vs PyTorch eager: stories15M ({ours[0]['params'] / 1e6:.1f}M parameters), "
+      f"batch {batch}, seq 256, {threads} threads, {len(ours)} round(s), medians")
+print(f"{'':24} {'tokens/s':>10} {'GFLOP/s':>9} {'MFU':>7}")
+print(f"{'endure-train':24} {ours_tps:>10.0f} {ours_tps * fpt / 1e9:>9.1f} {mfu:>7.1%}")
+print(f"{'torch eager':24} {torch_tps:>10.0f} {torch_tps * fpt / 1e9:>9.1f} {torch_mfu:>7.1%}")
+print(f"{'sgemm (OpenBLAS 2048^3)':24} {'':>10} {sgemm:>9.1f} {1:>7.0%}")
+print(f"endure-train / torch: {ratio:.2f}x (target >= 1.5x: {'met' if ratio >= 1.5 else 'not met'})")
+if stall is not None:
+    print(f"checkpoint stall (weights + AdamW moments, every 2nd step): {stall * 1e3:.1f} ms "
+          f"= {stall / step_s:.1%} of a {step_s:.2f} s step")
+print(json.dumps({"bench": "train", "preset": "stories15M", "batch": batch, "seq": 256,
+                  "threads": threads, "rounds": len(ours), "endure_tokens_per_s": round(ours_tps, 1),
+                  "torch_tokens_per_s": round(torch_tps, 1), "ratio_vs_torch": round(ratio, 3),
+                  "sgemm_gflops": round(sgemm, 1), "endure_mfu": round(mfu, 4),
+                  "torch_mfu": round(torch_mfu, 4), "flops_per_token": fpt,
+                  "ckpt_stall_s": stall, "step_s": step_s, "target_met": ratio >= 1.5}))
+PY

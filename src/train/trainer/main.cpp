@@ -1,0 +1,142 @@
+// endure-train: trains a Llama 2 model on an `endure-data prepare` folder, checkpointing
+// through the checkpoint engine and resuming from its newest valid checkpoint on start (so
+// `srun --auto-resume=1 endure-train ...` picks up where a failed step stopped).
+//
+// Settings come from --config FILE (a JSON object, see train_config.h) with any flag laid
+// over it. Output: JSON lines on stdout (and appended to --log): a start line, one line a
+// step (loss, lr, grad_norm, tokens_per_s), evaluations, checkpoints and a done line.
+// SIGTERM or SIGINT: the step in flight finishes, a checkpoint is saved, exit 143.
+#include <csignal>
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "common/fs.h"
+#include "train/trainer/trainer.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void on_stop_signal(int) { g_stop.store(true); }
+
+int fail(const endure::Error& e) {
+  std::fprintf(stderr, "endure-train: %s\n", e.message.c_str());
+  return e.code == "ValidationException" ? 2 : 1;
+}
+
+// A flag laid over the config's key of the same name (dashes for underscores).
+struct Flag {
+  std::string key;
+  bool number;
+  std::string value;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using endure::json;
+  CLI::App app{"Train a Llama 2 model on endure-data's token shards, resumably"};
+  std::string config_file, model;
+  std::vector<Flag> flags = {
+      {"data", false, {}},          {"batch", true, {}},         {"grad_accum", true, {}},
+      {"steps", true, {}},          {"lr", true, {}},            {"min_lr", true, {}},
+      {"warmup", true, {}},         {"weight_decay", true, {}},  {"clip", true, {}},
+      {"seed", true, {}},           {"threads", true, {}},       {"eval_every", true, {}},
+      {"eval_batches", true, {}},   {"ckpt_dir", false, {}},     {"ckpt_every", true, {}},
+      {"keep_last", true, {}},      {"keep_every", true, {}},    {"ckpt_local", false, {}},
+      {"ckpt_memory", false, {}},   {"log", false, {}},
+  };
+  // Laid over the model config.
+  std::vector<Flag> model_flags = {
+      {"dim", true, {}},     {"n_layers", true, {}},   {"n_heads", true, {}},
+      {"n_kv_heads", true, {}}, {"seq_len", true, {}}, {"hidden_dim", true, {}},
+      {"vocab_size", true, {}},
+  };
+  app.add_option("--config", config_file, "a JSON file of settings; flags override it");
+  app.add_option("--model", model, "a preset (stories15M, ...) or a model config JSON file");
+  auto flag_name = [](std::string key) {
+    for (auto& ch : key) ch = ch == '_' ? '-' : ch;
+    return "--" + key;
+  };
+  // A flag given twice: the last one counts (a wrapper script's defaults, then the user's).
+  for (auto& f : flags) {
+    app.add_option(flag_name(f.key), f.value, f.key)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
+  for (auto& f : model_flags) {
+    app.add_option(flag_name(f.key), f.value, "model." + f.key)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
+  CLI11_PARSE(app, argc, argv);
+
+  json j = json::object();
+  if (!config_file.empty()) {
+    auto text = endure::fs::read_file(config_file);
+    if (!text.ok()) return fail(endure::make_error("ValidationException",
+                                                   "--config " + config_file + ": " +
+                                                       text.error().message));
+    j = json::parse(*text, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      return fail(endure::make_error("ValidationException",
+                                     "--config " + config_file + " is not a JSON object"));
+    }
+  }
+  auto value_of = [&](const Flag& f) -> std::optional<json> {
+    if (!f.number) return json(f.value);
+    json v = json::parse(f.value, nullptr, false);
+    if (v.is_discarded() || !v.is_number()) return std::nullopt;
+    return v;
+  };
+  for (const auto& f : flags) {
+    if (app.count(flag_name(f.key)) == 0) continue;
+    auto v = value_of(f);
+    if (!v) {
+      return fail(endure::make_error("ValidationException",
+                                     flag_name(f.key) + " \"" + f.value + "\" is not a number"));
+    }
+    j[f.key] = *v;
+  }
+  if (!model.empty()) {
+    if (model.ends_with(".json")) {
+      auto text = endure::fs::read_file(model);
+      if (!text.ok()) return fail(endure::make_error("ValidationException",
+                                                     "--model " + model + ": " +
+                                                         text.error().message));
+      j["model"] = json::parse(*text, nullptr, false);
+      if (!j["model"].is_object()) {
+        return fail(endure::make_error("ValidationException",
+                                       "--model " + model + " is not a JSON object"));
+      }
+    } else {
+      j["model"] = json{{"preset", model}};
+    }
+  }
+  for (const auto& f : model_flags) {
+    if (app.count(flag_name(f.key)) == 0) continue;
+    auto v = value_of(f);
+    if (!v) {
+      return fail(endure::make_error("ValidationException",
+                                     flag_name(f.key) + " \"" + f.value + "\" is not a number"));
+    }
+    if (!j.contains("model")) j["model"] = json{{"preset", "stories15M"}};
+    if (j["model"].is_string()) j["model"] = json{{"preset", j["model"]}};
+    j["model"][f.key] = *v;
+  }
+
+  auto config = endure::train::TrainConfig::from_json(j);
+  if (!config.ok()) return fail(config.error());
+  auto trainer = endure::train::Trainer::open(*config);
+  if (!trainer.ok()) return fail(trainer.error());
+
+  struct sigaction sa = {};
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESETHAND;  // a second signal ends the process at once
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+
+  auto summary = (*trainer)->run(&g_stop);
+  if (!summary.ok()) return fail(summary.error());
+  return summary->stopped ? 143 : 0;
+}

@@ -1,0 +1,138 @@
+#include "train/trainer/train_config.h"
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <limits>
+#include <map>
+
+namespace endure::train {
+namespace {
+
+Error invalid(const std::string& message) { return make_error("ValidationException", message); }
+
+// One key: how to read it into the config and how to write it back.
+struct Field {
+  std::function<Status(const json&, TrainConfig*)> read;
+  std::function<json(const TrainConfig&)> write;
+};
+
+template <class T>
+Field integer(T TrainConfig::*member, T min, T max = std::numeric_limits<T>::max()) {
+  return {[member, min, max](const json& v, TrainConfig* c) -> Status {
+            if (!v.is_number_integer()) return invalid("must be an integer");
+            // Unsigned JSON numbers (every non-negative literal) compare as unsigned, so
+            // a uint64 seed above INT64_MAX is in range.
+            const bool out_of_range =
+                v.is_number_unsigned()
+                    ? v.get<uint64_t>() < static_cast<uint64_t>(min) ||
+                          v.get<uint64_t>() > static_cast<uint64_t>(max)
+                    : v.get<int64_t>() < static_cast<int64_t>(min) ||
+                          v.get<int64_t>() > static_cast<int64_t>(max);
+            if (out_of_range) {
+              return invalid("must be in [" + std::to_string(min) + ", " + std::to_string(max) +
+                             "], got " + v.dump());
+            }
+            c->*member = v.get<T>();
+            return Status::Ok();
+          },
+          [member](const TrainConfig& c) { return json(c.*member); }};
+}
+
+Field number(float TrainConfig::*member, float min, float max) {
+  return {[member, min, max](const json& v, TrainConfig* c) -> Status {
+            if (!v.is_number()) return invalid("must be a number");
+            double x = v.get<double>();
+            if (!(x >= min && x <= max)) {
+              return invalid(fmt::format("must be in [{}, {}], got {}", min, max, v.dump()));
+            }
+            c->*member = static_cast<float>(x);
+            return Status::Ok();
+          },
+          [member](const TrainConfig& c) { return json(c.*member); }};
+}
+
+Field path(std::filesystem::path TrainConfig::*member) {
+  return {[member](const json& v, TrainConfig* c) -> Status {
+            if (!v.is_string()) return invalid("must be a string (a path)");
+            c->*member = v.get<std::string>();
+            return Status::Ok();
+          },
+          [member](const TrainConfig& c) { return json((c.*member).string()); }};
+}
+
+const std::map<std::string, Field>& fields() {
+  static const std::map<std::string, Field> table = {
+      {"data", path(&TrainConfig::data)},
+      {"model",
+       {[](const json& v, TrainConfig* c) -> Status {
+          if (v.is_string()) {
+            c->model = json{{"preset", v}};
+          } else if (v.is_object()) {
+            c->model = v;
+          } else {
+            return invalid("must be a preset name or a model config object");
+          }
+          return Status::Ok();
+        },
+        [](const TrainConfig& c) { return c.model; }}},
+      {"batch", integer(&TrainConfig::batch, 1, 1 << 16)},
+      {"grad_accum", integer(&TrainConfig::grad_accum, 1, 1 << 16)},
+      {"steps", integer<int64_t>(&TrainConfig::steps, 1)},
+      {"lr", number(&TrainConfig::lr, 0, 10)},
+      {"min_lr", number(&TrainConfig::min_lr, 0, 10)},
+      {"warmup", integer<int64_t>(&TrainConfig::warmup, 0)},
+      {"weight_decay", number(&TrainConfig::weight_decay, 0, 1)},
+      {"clip", number(&TrainConfig::clip, 0, 1e9f)},
+      {"seed", integer<uint64_t>(&TrainConfig::seed, 0)},
+      {"threads", integer(&TrainConfig::threads, 0, 4096)},
+      {"eval_every", integer<int64_t>(&TrainConfig::eval_every, 0)},
+      {"eval_batches", integer(&TrainConfig::eval_batches, 1, 1 << 20)},
+      {"ckpt_dir", path(&TrainConfig::ckpt_dir)},
+      {"ckpt_every", integer<int64_t>(&TrainConfig::ckpt_every, 0)},
+      {"keep_last", integer(&TrainConfig::keep_last, 0, 1 << 20)},
+      {"keep_every", integer(&TrainConfig::keep_every, 0, 1 << 30)},
+      {"ckpt_local", path(&TrainConfig::ckpt_local)},
+      {"ckpt_memory", path(&TrainConfig::ckpt_memory)},
+      {"log", path(&TrainConfig::log)},
+  };
+  return table;
+}
+
+}  // namespace
+
+Result<TrainConfig> TrainConfig::from_json(const json& j) {
+  if (!j.is_object()) return invalid("the training config must be a JSON object");
+  TrainConfig c;
+  for (const auto& [key, value] : j.items()) {
+    auto it = fields().find(key);
+    if (it == fields().end()) return invalid("unknown training config key \"" + key + "\"");
+    if (auto s = it->second.read(value, &c); !s.ok()) {
+      return invalid(key + " " + s.error().message);
+    }
+  }
+  if (c.data.empty()) return invalid("data is required: an `endure-data prepare` folder");
+  if (c.min_lr > c.lr) {
+    return invalid(fmt::format("min_lr {} is above lr {}", c.min_lr, c.lr));
+  }
+  if (c.warmup >= c.steps) {
+    return invalid("warmup " + std::to_string(c.warmup) + " must be below steps " +
+                   std::to_string(c.steps));
+  }
+  const bool tiers = !c.ckpt_local.empty() || !c.ckpt_memory.empty();
+  if (tiers && c.ckpt_dir.empty()) {
+    return invalid("ckpt_local and ckpt_memory are tiers of ckpt_dir: give ckpt_dir too");
+  }
+  if (!c.ckpt_dir.empty() && c.ckpt_every == 0) {
+    return invalid("ckpt_every must be positive when ckpt_dir is given");
+  }
+  return c;
+}
+
+json TrainConfig::to_json() const {
+  json j = json::object();
+  for (const auto& [key, field] : fields()) j[key] = field.write(*this);
+  return j;
+}
+
+}  // namespace endure::train

@@ -1,0 +1,52 @@
+// endure-train's settings: one JSON object (a --config file, with flags laid over it), read
+// and checked in one place so every rule names its field.
+//
+//   {"data": "DIR", "model": "stories15M" | {"preset": ..., "dim": ..., ...},
+//    "batch": 8, "grad_accum": 1, "steps": 1000, "lr": 5e-4, "min_lr": 5e-5,
+//    "warmup": 100, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "threads": 0,
+//    "eval_every": 100, "eval_batches": 8,
+//    "ckpt_dir": "DIR", "ckpt_every": 100, "keep_last": 3, "keep_every": 0,
+//    "ckpt_local": "", "ckpt_memory": "", "log": ""}
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "common/json.h"
+#include "common/result.h"
+
+namespace endure::train {
+
+struct TrainConfig {
+  std::filesystem::path data;  // an `endure-data prepare` folder
+  // The model as LlamaConfig::from_json reads it ({"preset": NAME} for a name alone). Its
+  // vocab_size, when not given, is the data's; seq_len is the training sequence length.
+  json model = json{{"preset", "stories15M"}};
+  int batch = 8;       // sequences per micro-batch
+  int grad_accum = 1;  // micro-batches per optimizer step
+  int64_t steps = 1000;
+  float lr = 5e-4f;
+  float min_lr = 5e-5f;
+  int64_t warmup = 100;
+  float weight_decay = 0.1f;
+  float clip = 1.0f;  // 0: no clipping
+  uint64_t seed = 0;  // the weights' initialisation and the data order
+  int threads = 0;    // OpenMP threads; 0: OpenMP's default (OMP_NUM_THREADS or every core)
+  int64_t eval_every = 100;  // 0: no evaluation
+  int eval_batches = 8;
+  std::filesystem::path ckpt_dir;  // empty: no checkpoints (and no resume)
+  int64_t ckpt_every = 100;
+  int keep_last = 3;
+  int keep_every = 0;
+  std::filesystem::path ckpt_local;   // node-local disk tier (optional)
+  std::filesystem::path ckpt_memory;  // memory tier, a tmpfs folder (optional)
+  std::filesystem::path log;          // JSON lines appended here as well as to stdout
+
+  // Every key above; unknown keys and wrong types fail with "ValidationException" naming
+  // the key, as does any rule broken (positive sizes, warmup < steps, min_lr <= lr, ...).
+  static Result<TrainConfig> from_json(const json& j);
+  json to_json() const;
+};
+
+}  // namespace endure::train

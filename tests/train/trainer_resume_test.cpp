@@ -1,0 +1,255 @@
+// endure-train survives SIGKILL at any moment: killed at random times (seeded) and started
+// again on the same checkpoint folder, it ends with the weights, optimizer state and data
+// position of an uninterrupted run, bit for bit, and every step it re-makes has the loss
+// the uninterrupted run logged.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "endure/checkpoint.h"
+#include "support/temp_dir.h"
+
+extern char** environ;
+
+namespace endure::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& out) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, (out.string() + ".err").c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int run(const std::vector<std::string>& args, const std::filesystem::path& out) {
+  pid_t pid = spawn(args, out);
+  return pid < 0 ? -1 : wait_exit(pid);
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<json> json_lines(const std::filesystem::path& path) {
+  std::vector<json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = json::parse(line, nullptr, false);
+    if (j.is_object()) out.push_back(j);
+  }
+  return out;
+}
+
+class TrainerResume : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    data_root_ = new TempDir("endure-train-data");
+    auto log = data_root_->path() / "data.log";
+    ASSERT_EQ(run({ENDURE_DATA_BIN, "sample", "--out", data_root_->str("s.jsonl"), "--bytes",
+                   "400k", "--seed", "3"}, log), 0) << read_text(log);
+    ASSERT_EQ(run({ENDURE_DATA_BIN, "prepare", "--input", data_root_->str("s.jsonl"),
+                   "--vocab-size", "512", "--out", data_root_->str("data"), "--seed", "3"},
+                  log), 0) << read_text(log) << read_text(log.string() + ".err");
+  }
+  static void TearDownTestSuite() {
+    delete data_root_;
+    data_root_ = nullptr;
+  }
+
+  // A small model and a run long enough (about a second) that random kills land in steps,
+  // evaluations and checkpoint writes alike.
+  // In extra, "{run}" stands for the checkpoint folder's name (each run's own tiers).
+  std::vector<std::string> train_args(const std::filesystem::path& ckpt,
+                                      std::vector<std::string> extra = {}) const {
+    for (auto& e : extra) {
+      if (auto at = e.find("{run}"); at != std::string::npos) {
+        e.replace(at, 5, ckpt.filename().string());
+      }
+    }
+    std::vector<std::string> a = {
+        ENDURE_TRAIN_BIN, "--data", data_root_->str("data"), "--model", "tiny", "--dim", "64",
+        "--n-heads", "4", "--n-kv-heads", "2", "--seq-len", "64", "--batch", "4",
+        "--grad-accum", "2", "--steps", std::to_string(kSteps), "--warmup", "10", "--lr",
+        "3e-3", "--min-lr", "3e-4", "--eval-every", "25", "--eval-batches", "2", "--threads",
+        "2", "--ckpt-dir", ckpt.string(), "--ckpt-every", "7", "--keep-last", "2", "--seed",
+        "11"};
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  }
+
+  // The final checkpoint's every buffer and its metadata.
+  static ckpt::Loaded final_state(const std::filesystem::path& dir) {
+    ckpt::Options o;
+    o.dir = dir;
+    auto c = ckpt::Checkpointer::open(o);
+    EXPECT_TRUE(c.ok());
+    auto loaded = (*c)->load(-1);
+    EXPECT_TRUE(loaded.ok()) << loaded.error().message;
+    return loaded.ok() ? std::move(*loaded) : ckpt::Loaded{};
+  }
+
+  static std::map<int64_t, double> losses(const std::vector<json>& lines) {
+    std::map<int64_t, double> out;
+    for (const auto& j : lines) {
+      if (j.contains("loss")) out[j["step"].get<int64_t>()] = j["loss"].get<double>();
+    }
+    return out;
+  }
+
+  // Trains to the end while a seeded generator kills the process at random moments, then
+  // compares everything with an uninterrupted run.
+  void kill_and_resume(uint32_t seed, int kills, const std::vector<std::string>& extra) {
+    TempDir root("endure-train-resume");
+    auto ref_log = root.path() / "reference.log";
+    ASSERT_EQ(run(train_args(root.path() / "reference", extra), ref_log), 0)
+        << read_text(ref_log.string() + ".err");
+    const auto reference = json_lines(ref_log);
+
+    // Each kill waits for a random step past the last one logged, then for a random part
+    // of a step more: kills land in steps, evaluations and checkpoint writes alike.
+    std::mt19937 rng(seed);
+    auto log = root.path() / "killed.log";
+    int killed = 0, exit_code = -1;
+    for (int attempt = 0; attempt < kills + 1 && exit_code != 0; ++attempt) {
+      auto so_far = losses(json_lines(log));
+      const int64_t done = so_far.empty() ? 0 : so_far.rbegin()->first;
+      pid_t pid = spawn(train_args(root.path() / "killed", extra), log);
+      ASSERT_GT(pid, 0);
+      int status = 0;
+      bool exited = false;
+      if (attempt < kills) {
+        const int64_t target = std::uniform_int_distribution<int64_t>(done, kSteps - 1)(rng);
+        const auto deadline = Clock::now() + std::chrono::seconds(60);
+        while (!(exited = waitpid(pid, &status, WNOHANG) == pid) && Clock::now() < deadline) {
+          auto seen = losses(json_lines(log));
+          if (!seen.empty() && seen.rbegin()->first >= target) break;
+          std::this_thread::sleep_for(std::chrono::microseconds(500));
+        }
+        std::this_thread::sleep_for(
+            std::chrono::microseconds(std::uniform_int_distribution<int>(0, 3000)(rng)));
+        if (!exited && !(exited = waitpid(pid, &status, WNOHANG) == pid)) {
+          kill(pid, SIGKILL);
+          ++killed;
+        }
+      }
+      if (!exited) waitpid(pid, &status, 0);
+      exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      if (attempt == kills) {
+        ASSERT_EQ(exit_code, 0) << read_text(log.string() + ".err");
+      }
+    }
+    EXPECT_GE(killed, kills / 2) << "the kills came too late to test anything";
+
+    auto expected = final_state(root.path() / "reference");
+    auto got = final_state(root.path() / "killed");
+    ASSERT_EQ(expected.step, kSteps);
+    EXPECT_EQ(got.step, expected.step);
+    EXPECT_EQ(got.user, expected.user);  // AdamW's step, the loader's position, the model
+    ASSERT_EQ(got.buffers.size(), 3u);
+    for (const auto& [name, bytes] : expected.buffers) {
+      EXPECT_TRUE(got.buffers[name] == bytes) << name << " differs from the uninterrupted run";
+    }
+
+    // Every step made (some twice, after a kill) has the uninterrupted run's loss exactly.
+    auto want = losses(reference);
+    auto lines = json_lines(log);
+    int starts = 0, resumed = 0;
+    for (const auto& j : lines) {
+      if (!j.value("start", false)) continue;
+      ++starts;
+      resumed += j["resumed_from"].is_number_integer();
+    }
+    // A kill may land before the start line is out.
+    EXPECT_LE(starts, killed + 1);
+    EXPECT_GE(starts, 2);
+    EXPECT_GE(resumed, 1);
+    for (const auto& j : lines) {
+      if (!j.contains("loss")) continue;
+      const int64_t step = j["step"];
+      EXPECT_EQ(j["loss"].get<double>(), want.at(step)) << "step " << step;
+    }
+  }
+
+  static constexpr int kSteps = 120;
+  static TempDir* data_root_;
+};
+
+TempDir* TrainerResume::data_root_ = nullptr;
+
+TEST_F(TrainerResume, KilledAtRandomMomentsEndsWithTheUninterruptedWeightsBitForBit) {
+  kill_and_resume(20261203, 8, {});
+}
+
+TEST_F(TrainerResume, WithMemoryAndLocalTiersTheSameHolds) {
+  TempDir tiers("endure-train-tiers");
+  // Each run has its own node-local tiers; the memory tier is a tmpfs folder.
+  auto memory = std::filesystem::path("/dev/shm") / tiers.path().filename();
+  struct Cleanup {
+    std::filesystem::path p;
+    ~Cleanup() { std::filesystem::remove_all(p); }
+  } cleanup{memory};
+  kill_and_resume(7, 6, {"--ckpt-local", tiers.str("local-{run}"), "--ckpt-memory",
+                         (memory / "{run}").string()});
+}
+
+TEST_F(TrainerResume, ACheckpointOfAnotherModelIsRefused) {
+  TempDir root("endure-train-other");
+  auto log = root.path() / "log";
+  auto args = train_args(root.path() / "ckpt");
+  ASSERT_EQ(run(args, log), 0) << read_text(log.string() + ".err");
+  args.insert(args.end(), {"--dim", "96"});
+  EXPECT_EQ(run(args, log), 2);
+  EXPECT_NE(read_text(log.string() + ".err").find("of another model"), std::string::npos)
+      << read_text(log.string() + ".err");
+}
+
+TEST_F(TrainerResume, SigtermSavesACheckpointAndStops) {
+  TempDir root("endure-train-term");
+  auto log = root.path() / "log";
+  auto args = train_args(root.path() / "ckpt");
+  args[std::find(args.begin(), args.end(), "--steps") - args.begin() + 1] = "100000";
+  args[std::find(args.begin(), args.end(), "--ckpt-every") - args.begin() + 1] = "100000";
+  pid_t pid = spawn(args, log);
+  ASSERT_GT(pid, 0);
+  // Until it has made a few steps.
+  for (int i = 0; i < 600 && losses(json_lines(log)).size() < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGTERM);
+  EXPECT_EQ(wait_exit(pid), 143) << read_text(log.string() + ".err");
+  auto lines = json_lines(log);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_TRUE(lines.back().value("stopped", false)) << lines.back().dump();
+  const int64_t last = lines.back()["final_step"];
+  EXPECT_EQ(final_state(root.path() / "ckpt").step, last);
+}
+
+}  // namespace
+}  // namespace endure::test
