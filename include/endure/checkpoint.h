@@ -21,8 +21,10 @@
 // node-local tier's step is committed (its own MANIFEST.json) by the rank that completes
 // it once every rank's descriptor is there, which happens only when all ranks share the
 // node; ranks spread over nodes commit in DIR alone, so they always agree on the steps that
-// exist. Restore takes the newest step committed in any tier and reads this rank's shard
-// from the fastest tier whose copy verifies: memory, then local disk, then DIR.
+// exist. A node-local manifest records the DIR it belongs to; copies made for another DIR
+// (a tier folder reused by another job) are never restored from. Restore takes the newest
+// step committed in any tier and reads this rank's shard from the fastest tier whose copy
+// verifies: memory, then local disk, then DIR.
 #pragma once
 
 #include <cstddef>

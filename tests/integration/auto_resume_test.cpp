@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cluster_fixture.h"
+#include "support/text_files.h"
 
 namespace endure::test {
 namespace {
@@ -21,16 +22,6 @@ std::filesystem::path fsx_on_host(Endured& e, const std::string& cluster) {
   return e.home() / "clusters" / arn.substr(arn.rfind('/') + 1) / "fsx";
 }
 
-std::vector<json> json_lines(const std::filesystem::path& path) {
-  std::vector<json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = json::parse(line, nullptr, false);
-    if (j.is_object()) out.push_back(j);
-  }
-  return out;
-}
 
 std::vector<int> done_units(const std::filesystem::path& dir, int rank) {
   std::vector<int> out;
@@ -40,12 +31,6 @@ std::vector<int> done_units(const std::filesystem::path& dir, int rank) {
   return out;
 }
 
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class AutoResume : public ClusterFixture {
  protected:

@@ -17,6 +17,7 @@
 
 #include "endure/checkpoint.h"
 #include "support/temp_dir.h"
+#include "support/text_files.h"
 
 extern char** environ;
 
@@ -51,21 +52,7 @@ int run(const std::vector<std::string>& args, const std::filesystem::path& out) 
   return pid < 0 ? -1 : wait_exit(pid);
 }
 
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
-std::vector<json> json_lines(const std::filesystem::path& path) {
-  std::vector<json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = json::parse(line, nullptr, false);
-    if (j.is_object()) out.push_back(j);
-  }
-  return out;
-}
 
 class TrainerResume : public ::testing::Test {
  protected:

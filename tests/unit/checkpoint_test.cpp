@@ -322,6 +322,29 @@ TEST(CheckpointTiers, RestoreReadsTheFastestTierThatVerifies) {
 
 // Double buffering: saves in a row all land; after a restart the first save does not
 // overwrite the memory tier's newest step; the local disk keeps local_keep_last steps.
+// Node-local tier folders reused with another shared folder (another job, or a new run's
+// folder) are never restored from: their copies belong to the folder that made them.
+TEST(CheckpointTiers, TierCopiesOfAnotherSharedFolderAreNotUsed) {
+  test::TempDir dir;
+  Options first{.dir = dir.path() / "first", .memory_dir = dir.path() / "shm", .local_dir = dir.path() / "local"};
+  {
+    auto c = open_ok(first);
+    ASSERT_TRUE(save_pattern(*c, 5).ok());
+    ASSERT_TRUE(c->wait().ok());
+  }
+  Options second = first;
+  second.dir = dir.path() / "second";
+  auto c = open_ok(second);
+  EXPECT_FALSE(c->latest().has_value());
+  EXPECT_FALSE(c->load().ok());
+  ASSERT_TRUE(save_pattern(*c, 1).ok());
+  ASSERT_TRUE(c->wait().ok());
+  auto latest = c->latest();
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, 1);
+  EXPECT_EQ(latest->tiers, (std::vector<std::string>{"memory", "local", "shared"}));
+}
+
 TEST(CheckpointTiers, SlotsAlternateAndTheLocalDiskKeepsItsNewestSteps) {
   test::TempDir dir;
   Options o{.dir = dir.path() / "shared", .memory_dir = dir.path() / "shm", .local_dir = dir.path() / "local"};

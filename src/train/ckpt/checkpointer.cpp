@@ -88,6 +88,26 @@ struct Copy {
   std::filesystem::path dir;
 };
 
+// The shared folder a node-local tier's copies belong to, as their manifests record it: a
+// tier folder reused by another job (or another run's folder) is then never restored from.
+std::string owner_of(const Options& o) {
+  std::error_code ec;
+  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(o.dir), ec);
+  return (ec ? std::filesystem::absolute(o.dir) : p).string();
+}
+
+// A node-local tier's manifest of this checkpointer's shared folder, or nothing.
+std::optional<json> own_manifest(const Options& o, const std::filesystem::path& dir) {
+  auto m = read_sealed(dir / kManifestName);
+  if (!m) return std::nullopt;
+  if (m->value("of", "") != owner_of(o)) {
+    log::warn("checkpoint: {} belongs to {}, not {}: not used", dir.string(), m->value("of", "?"),
+              owner_of(o));
+    return std::nullopt;
+  }
+  return std::move(*m);
+}
+
 // Every committed copy of every step in every tier, newest step first, fastest tier first;
 // and (in `uncommitted`) the shared folders of steps that have no manifest.
 std::map<int64_t, std::vector<Copy>, std::greater<>> copies_of(const Options& o,
@@ -96,12 +116,14 @@ std::map<int64_t, std::vector<Copy>, std::greater<>> copies_of(const Options& o,
   if (!o.memory_dir.empty()) {
     for (int slot = 0; slot < kSlots; ++slot) {
       auto dir = slot_dir(o.memory_dir, slot);
-      if (auto m = read_sealed(dir / kManifestName)) out[m->value("step", -1LL)].push_back({"memory", dir});
+      if (auto m = own_manifest(o, dir)) out[m->value("step", -1LL)].push_back({"memory", dir});
     }
   }
   for (int64_t s : steps_in(o.local_dir)) {
     auto dir = step_dir(o.local_dir, s);
-    if (std::filesystem::exists(dir / kManifestName)) out[s].push_back({"local", dir});
+    if (auto m = own_manifest(o, dir); m && m->value("step", -1LL) == s) {
+      out[s].push_back({"local", dir});
+    }
   }
   for (int64_t s : steps_in(o.dir)) {
     auto dir = step_dir(o.dir, s);
@@ -125,7 +147,8 @@ const json* shard_of(const json& manifest, int rank) {
 
 // Commits a node-local tier's step once every rank's descriptor of it is there (all ranks on
 // this node). Any rank may complete it; the manifest is the same whoever writes it.
-Status commit_if_complete(const std::filesystem::path& dir, int64_t step, int world, const json& user) {
+Status commit_if_complete(const std::filesystem::path& dir, int64_t step, int world, const json& user,
+                          const std::string& owner) {
   json shards = json::array();
   for (int r = 0; r < world; ++r) {
     auto d = read_sealed(dir / descriptor_name(r));
@@ -136,7 +159,8 @@ Status commit_if_complete(const std::filesystem::path& dir, int64_t step, int wo
     shards.push_back(*d);
   }
   json manifest = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", step},
-                   {"world", world},         {"user", user},             {"shards", shards}};
+                   {"world", world},         {"of", owner},              {"user", user},
+                   {"shards", shards}};
   return fs::atomic_write_file(dir / kManifestName, seal(manifest).dump());
 }
 
@@ -231,7 +255,7 @@ Status persist(const Options& o, int64_t step, const json& user, const json& lay
     chunks = chunk_checksums(data, size, o.chunk_bytes);
     auto dir = slot.file().parent_path();
     Status s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
-    if (s) s = commit_if_complete(dir, step, o.world, user);
+    if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
     warn_local("memory", step, s);
   }
   if (!o.local_dir.empty()) {
@@ -239,7 +263,7 @@ Status persist(const Options& o, int64_t step, const json& user, const json& lay
     Status s = fs::make_dirs(dir);
     if (s) s = write_durable(dir / shard_name(o.rank), data, size, o.chunk_bytes, chunks.empty() ? &chunks : nullptr);
     if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
-    if (s) s = commit_if_complete(dir, step, o.world, user);
+    if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
     if (s) prune_rank(o.local_dir, o.rank, o.local_keep_last);
     warn_local("local", step, s);
   }

@@ -33,6 +33,38 @@ struct Flag {
   std::string value;
 };
 
+std::string flag_name(std::string key) {
+  for (auto& ch : key) ch = ch == '_' ? '-' : ch;
+  return "--" + key;
+}
+
+// Lays the flags given on the command line over *target's keys of the same names.
+endure::Status overlay(const CLI::App& app, const std::vector<Flag>& flags, endure::json* target) {
+  for (const auto& f : flags) {
+    if (app.count(flag_name(f.key)) == 0) continue;
+    endure::json v = f.number ? endure::json::parse(f.value, nullptr, false) : endure::json(f.value);
+    if (f.number && (v.is_discarded() || !v.is_number())) {
+      return endure::make_error("ValidationException",
+                                flag_name(f.key) + " \"" + f.value + "\" is not a number");
+    }
+    (*target)[f.key] = v;
+  }
+  return {};
+}
+
+// A file holding one JSON object, named by `flag` in errors.
+endure::Result<endure::json> read_object(const std::string& flag, const std::string& path) {
+  auto text = endure::fs::read_file(path);
+  if (!text.ok()) {
+    return endure::make_error("ValidationException", flag + " " + path + ": " + text.error().message);
+  }
+  auto j = endure::json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return endure::make_error("ValidationException", flag + " " + path + " is not a JSON object");
+  }
+  return j;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,10 +88,6 @@ int main(int argc, char** argv) {
   };
   app.add_option("--config", config_file, "a JSON file of settings; flags override it");
   app.add_option("--model", model, "a preset (stories15M, ...) or a model config JSON file");
-  auto flag_name = [](std::string key) {
-    for (auto& ch : key) ch = ch == '_' ? '-' : ch;
-    return "--" + key;
-  };
   // A flag given twice: the last one counts (a wrapper script's defaults, then the user's).
   for (auto& f : flags) {
     app.add_option(flag_name(f.key), f.value, f.key)
@@ -73,56 +101,22 @@ int main(int argc, char** argv) {
 
   json j = json::object();
   if (!config_file.empty()) {
-    auto text = endure::fs::read_file(config_file);
-    if (!text.ok()) return fail(endure::make_error("ValidationException",
-                                                   "--config " + config_file + ": " +
-                                                       text.error().message));
-    j = json::parse(*text, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) {
-      return fail(endure::make_error("ValidationException",
-                                     "--config " + config_file + " is not a JSON object"));
-    }
+    auto file = read_object("--config", config_file);
+    if (!file.ok()) return fail(file.error());
+    j = *file;
   }
-  auto value_of = [&](const Flag& f) -> std::optional<json> {
-    if (!f.number) return json(f.value);
-    json v = json::parse(f.value, nullptr, false);
-    if (v.is_discarded() || !v.is_number()) return std::nullopt;
-    return v;
-  };
-  for (const auto& f : flags) {
-    if (app.count(flag_name(f.key)) == 0) continue;
-    auto v = value_of(f);
-    if (!v) {
-      return fail(endure::make_error("ValidationException",
-                                     flag_name(f.key) + " \"" + f.value + "\" is not a number"));
-    }
-    j[f.key] = *v;
+  if (auto s = overlay(app, flags, &j); !s.ok()) return fail(s.error());
+  if (model.ends_with(".json")) {
+    auto file = read_object("--model", model);
+    if (!file.ok()) return fail(file.error());
+    j["model"] = *file;
+  } else if (!model.empty()) {
+    j["model"] = json{{"preset", model}};
   }
-  if (!model.empty()) {
-    if (model.ends_with(".json")) {
-      auto text = endure::fs::read_file(model);
-      if (!text.ok()) return fail(endure::make_error("ValidationException",
-                                                     "--model " + model + ": " +
-                                                         text.error().message));
-      j["model"] = json::parse(*text, nullptr, false);
-      if (!j["model"].is_object()) {
-        return fail(endure::make_error("ValidationException",
-                                       "--model " + model + " is not a JSON object"));
-      }
-    } else {
-      j["model"] = json{{"preset", model}};
-    }
-  }
-  for (const auto& f : model_flags) {
-    if (app.count(flag_name(f.key)) == 0) continue;
-    auto v = value_of(f);
-    if (!v) {
-      return fail(endure::make_error("ValidationException",
-                                     flag_name(f.key) + " \"" + f.value + "\" is not a number"));
-    }
-    if (!j.contains("model")) j["model"] = json{{"preset", "stories15M"}};
-    if (j["model"].is_string()) j["model"] = json{{"preset", j["model"]}};
-    j["model"][f.key] = *v;
+  if (!j.contains("model")) j["model"] = json{{"preset", "stories15M"}};
+  if (j["model"].is_string()) j["model"] = json{{"preset", j["model"]}};
+  if (j["model"].is_object()) {
+    if (auto s = overlay(app, model_flags, &j["model"]); !s.ok()) return fail(s.error());
   }
 
   auto config = endure::train::TrainConfig::from_json(j);
