@@ -30,4 +30,5 @@ fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
 cmake --build build -j"$(nproc)"
 echo "setup: built build/bin/endure, build/bin/endured, build/bin/endure-agent," \
-  "build/bin/endure-auto-resume and build/lib/auto_resume.so"
+  "build/bin/endure-auto-resume, build/lib/auto_resume.so, build/bin/endure-data and" \
+  "build/bin/endure-train"
