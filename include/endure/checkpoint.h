@@ -112,6 +112,11 @@ class Checkpointer {
   // the last saved one) and changes nothing then.
   Status save(int64_t step, const std::vector<Buffer>& buffers, const json& user = json::object());
 
+  // Sizes both staging slots for saves of `bytes` (the buffers together) in the background,
+  // their pages touched, so that even the first save() stalls only for its copy. Optional;
+  // a save of another size resizes its slot itself.
+  void reserve(size_t bytes);
+
   // Blocks until every save is durable in every tier (and, on rank 0, committed); the
   // outcome of the first that failed since the last wait(), else success.
   Status wait();

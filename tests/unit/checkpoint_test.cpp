@@ -345,6 +345,37 @@ TEST(CheckpointTiers, TierCopiesOfAnotherSharedFolderAreNotUsed) {
   EXPECT_EQ(latest->tiers, (std::vector<std::string>{"memory", "local", "shared"}));
 }
 
+// reserve() readies the slots without touching what the memory tier holds: a restarted
+// process that reserves still restores from memory, and saves after it as before.
+TEST(CheckpointTiers, ReserveKeepsTheMemoryTiersSteps) {
+  test::TempDir dir;
+  Options o{.dir = dir.path() / "shared", .memory_dir = dir.path() / "shm", .local_dir = dir.path() / "local"};
+  {
+    auto c = open_ok(o);
+    c->reserve(4000);
+    ASSERT_TRUE(save_pattern(*c, 1).ok());
+    ASSERT_TRUE(save_pattern(*c, 2).ok());
+    ASSERT_TRUE(c->wait().ok());
+  }
+  auto c = open_ok(o);
+  c->reserve(4000);
+  ASSERT_TRUE(c->wait().ok());
+  auto latest = c->latest();
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, 2);
+  EXPECT_EQ(latest->tiers, (std::vector<std::string>{"memory", "local", "shared"}));
+  std::vector<uint8_t> w(3000), m(1000);
+  auto info = c->load_into(-1, {{"weights", w.data(), w.size()}, {"optimizer", m.data(), m.size()}});
+  ASSERT_TRUE(info.ok()) << info.error().message;
+  EXPECT_EQ(info->tiers.at(0), "memory");
+  ASSERT_TRUE(save_pattern(*c, 3).ok());
+  ASSERT_TRUE(c->wait().ok());
+  auto l = c->load();
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->step, 3);
+  expect_pattern(*l, 3);
+}
+
 TEST(CheckpointTiers, SlotsAlternateAndTheLocalDiskKeepsItsNewestSteps) {
   test::TempDir dir;
   Options o{.dir = dir.path() / "shared", .memory_dir = dir.path() / "shm", .local_dir = dir.path() / "local"};

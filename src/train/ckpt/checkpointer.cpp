@@ -409,6 +409,18 @@ Status Checkpointer::save(int64_t step, const std::vector<Buffer>& buffers, cons
   return {};
 }
 
+void Checkpointer::reserve(size_t bytes) {
+  const size_t total = kShardHeaderBytes + bytes;
+  Impl& im = *impl_;
+  std::lock_guard lock(im.mu);
+  for (int slot = 0; slot < kSlots; ++slot) {
+    if (im.slot_busy[slot] || im.slots[slot].size() == total) continue;
+    im.slot_busy[slot] = true;
+    im.queue.push_back({-1, slot, {}, {}, total});
+  }
+  im.cv.notify_all();
+}
+
 void Checkpointer::invalidate_memory_copy(int slot) {
   if (options_.memory_dir.empty()) return;
   // The slot's old step stops existing in the memory tier before its bytes change.

@@ -246,6 +246,10 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
     if (!ckpt.ok()) return make_error(ckpt.error().code, "ckpt_dir: " + ckpt.error().message);
     impl->ckpt = std::move(*ckpt);
     if (auto s = impl->restore(); !s.ok()) return s.error();
+    // The staging memory is made ready now, not in the first checkpoint's stall.
+    size_t bytes = 0;
+    for (const auto& b : impl->checkpoint_buffers()) bytes += b.size;
+    impl->ckpt->reserve(bytes);
   }
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
