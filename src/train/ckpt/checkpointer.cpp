@@ -96,13 +96,12 @@ std::string owner_of(const Options& o) {
   return (ec ? std::filesystem::absolute(o.dir) : p).string();
 }
 
-// A node-local tier's manifest of this checkpointer's shared folder, or nothing.
-std::optional<json> own_manifest(const Options& o, const std::filesystem::path& dir) {
+// A node-local tier's manifest in dir when it belongs to `owner`, or nothing.
+std::optional<json> own_manifest(const std::string& owner, const std::filesystem::path& dir) {
   auto m = read_sealed(dir / kManifestName);
   if (!m) return std::nullopt;
-  if (m->value("of", "") != owner_of(o)) {
-    log::warn("checkpoint: {} belongs to {}, not {}: not used", dir.string(), m->value("of", "?"),
-              owner_of(o));
+  if (m->value("of", "") != owner) {
+    log::warn("checkpoint: {} belongs to {}, not {}: not used", dir.string(), m->value("of", "?"), owner);
     return std::nullopt;
   }
   return std::move(*m);
@@ -113,15 +112,16 @@ std::optional<json> own_manifest(const Options& o, const std::filesystem::path& 
 std::map<int64_t, std::vector<Copy>, std::greater<>> copies_of(const Options& o,
                                                                std::vector<int64_t>* uncommitted = nullptr) {
   std::map<int64_t, std::vector<Copy>, std::greater<>> out;
+  const std::string owner = o.memory_dir.empty() && o.local_dir.empty() ? "" : owner_of(o);
   if (!o.memory_dir.empty()) {
     for (int slot = 0; slot < kSlots; ++slot) {
       auto dir = slot_dir(o.memory_dir, slot);
-      if (auto m = own_manifest(o, dir)) out[m->value("step", -1LL)].push_back({"memory", dir});
+      if (auto m = own_manifest(owner, dir)) out[m->value("step", -1LL)].push_back({"memory", dir});
     }
   }
   for (int64_t s : steps_in(o.local_dir)) {
     auto dir = step_dir(o.local_dir, s);
-    if (auto m = own_manifest(o, dir); m && m->value("step", -1LL) == s) {
+    if (auto m = own_manifest(owner, dir); m && m->value("step", -1LL) == s) {
       out[s].push_back({"local", dir});
     }
   }
@@ -145,23 +145,39 @@ const json* shard_of(const json& manifest, int rank) {
   return nullptr;
 }
 
+// Rank r's descriptor of `step` in dir as the manifest lists it (without the descriptor's
+// own magic, version and step), or nothing while it is not there.
+std::optional<json> shard_entry(const std::filesystem::path& dir, int rank, int64_t step) {
+  auto d = read_sealed(dir / descriptor_name(rank));
+  if (!d || d->value("step", -1LL) != step) return std::nullopt;
+  d->erase("magic");
+  d->erase("version");
+  d->erase("step");
+  return std::move(*d);
+}
+
+// Writes the manifest that makes `step` exist in dir. A node-local tier's names the shared
+// folder it belongs to (`owner`); the shared folder's own names none.
+Status write_manifest(const std::filesystem::path& dir, int64_t step, int world, const json& user,
+                      json shards, const std::string& owner = "") {
+  json manifest = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", step}, {"world", world}};
+  if (!owner.empty()) manifest["of"] = owner;
+  manifest["user"] = user;
+  manifest["shards"] = std::move(shards);
+  return fs::atomic_write_file(dir / kManifestName, seal(manifest).dump());
+}
+
 // Commits a node-local tier's step once every rank's descriptor of it is there (all ranks on
 // this node). Any rank may complete it; the manifest is the same whoever writes it.
 Status commit_if_complete(const std::filesystem::path& dir, int64_t step, int world, const json& user,
                           const std::string& owner) {
   json shards = json::array();
   for (int r = 0; r < world; ++r) {
-    auto d = read_sealed(dir / descriptor_name(r));
-    if (!d || d->value("step", -1LL) != step) return {};
-    d->erase("magic");
-    d->erase("version");
-    d->erase("step");
-    shards.push_back(*d);
+    auto entry = shard_entry(dir, r, step);
+    if (!entry) return {};
+    shards.push_back(std::move(*entry));
   }
-  json manifest = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", step},
-                   {"world", world},         {"of", owner},              {"user", user},
-                   {"shards", shards}};
-  return fs::atomic_write_file(dir / kManifestName, seal(manifest).dump());
+  return write_manifest(dir, step, world, user, std::move(shards), owner);
 }
 
 // Removes this rank's files of all but its newest `keep` steps in a node-local tier, with
@@ -201,6 +217,14 @@ struct Checkpointer::Impl {
   std::vector<StagingSlot> slots;
   Status status;  // the first failure since the last wait()
   std::thread worker;
+
+  // Has the worker size `slot` to `bytes` (its pages touched) unless it is in use or
+  // already that size. REQUIRES: mu held.
+  void queue_prepare(int slot, size_t bytes) {
+    if (slot_busy[slot] || slots[slot].size() == bytes) return;
+    slot_busy[slot] = true;
+    queue.push_back({-1, slot, {}, {}, bytes});
+  }
 };
 
 namespace {
@@ -218,25 +242,17 @@ Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(o.commit_timeout_seconds * 1000));
   for (int r = 0; r < o.world; ++r) {
-    for (;;) {
-      auto d = read_sealed(dir / descriptor_name(r));
-      if (d && d->value("step", -1LL) == step) {
-        d->erase("magic");
-        d->erase("version");
-        d->erase("step");
-        shards.push_back(*d);
-        break;
-      }
+    std::optional<json> entry;
+    while (!(entry = shard_entry(dir, r, step))) {
       if (std::chrono::steady_clock::now() > deadline) {
         return make_error("CommitTimeout", fmt::format("rank {} did not make its shard of step {} durable in time",
                                                        r, step));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
+    shards.push_back(std::move(*entry));
   }
-  json manifest = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", step},
-                   {"world", o.world},       {"user", user},             {"shards", shards}};
-  return fs::atomic_write_file(dir / kManifestName, seal(manifest).dump());
+  return write_manifest(dir, step, o.world, user, std::move(shards));
 }
 
 // One save's way through the tiers, fastest first: the memory tier (the slot is already its
@@ -244,6 +260,7 @@ Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t
 Status persist(const Options& o, int64_t step, const json& user, const json& layout, const StagingSlot& slot) {
   const uint8_t* data = slot.data();
   const size_t size = slot.size();
+  const std::string owner = o.memory_dir.empty() && o.local_dir.empty() ? "" : owner_of(o);
   std::vector<std::string> chunks;
   auto descriptor = [&] {
     json d = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", step},
@@ -255,7 +272,7 @@ Status persist(const Options& o, int64_t step, const json& user, const json& lay
     chunks = chunk_checksums(data, size, o.chunk_bytes);
     auto dir = slot.file().parent_path();
     Status s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
-    if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
+    if (s) s = commit_if_complete(dir, step, o.world, user, owner);
     warn_local("memory", step, s);
   }
   if (!o.local_dir.empty()) {
@@ -263,7 +280,7 @@ Status persist(const Options& o, int64_t step, const json& user, const json& lay
     Status s = fs::make_dirs(dir);
     if (s) s = write_durable(dir / shard_name(o.rank), data, size, o.chunk_bytes, chunks.empty() ? &chunks : nullptr);
     if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
-    if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
+    if (s) s = commit_if_complete(dir, step, o.world, user, owner);
     if (s) prune_rank(o.local_dir, o.rank, o.local_keep_last);
     warn_local("local", step, s);
   }
@@ -400,11 +417,7 @@ Status Checkpointer::save(int64_t step, const std::vector<Buffer>& buffers, cons
   im.next_slot = (slot + 1) % kSlots;
   im.queue.push_back({step, slot, user, std::move(layout)});
   // The next save's slot is sized (its pages touched) in the background, not in its stall.
-  const int next = im.next_slot;
-  if (!im.slot_busy[next] && im.slots[next].size() != total) {
-    im.slot_busy[next] = true;
-    im.queue.push_back({-1, next, {}, {}, total});
-  }
+  im.queue_prepare(im.next_slot, total);
   im.cv.notify_all();
   return {};
 }
@@ -413,11 +426,7 @@ void Checkpointer::reserve(size_t bytes) {
   const size_t total = kShardHeaderBytes + bytes;
   Impl& im = *impl_;
   std::lock_guard lock(im.mu);
-  for (int slot = 0; slot < kSlots; ++slot) {
-    if (im.slot_busy[slot] || im.slots[slot].size() == total) continue;
-    im.slot_busy[slot] = true;
-    im.queue.push_back({-1, slot, {}, {}, total});
-  }
+  for (int slot = 0; slot < kSlots; ++slot) im.queue_prepare(slot, total);
   im.cv.notify_all();
 }
 
