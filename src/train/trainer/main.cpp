@@ -10,7 +10,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
-#include <optional>
 
 #include "common/fs.h"
 #include "train/trainer/trainer.h"
@@ -71,15 +70,10 @@ int main(int argc, char** argv) {
   using endure::json;
   CLI::App app{"Train a Llama 2 model on endure-data's token shards, resumably"};
   std::string config_file, model;
-  std::vector<Flag> flags = {
-      {"data", false, {}},          {"batch", true, {}},         {"grad_accum", true, {}},
-      {"steps", true, {}},          {"lr", true, {}},            {"min_lr", true, {}},
-      {"warmup", true, {}},         {"weight_decay", true, {}},  {"clip", true, {}},
-      {"seed", true, {}},           {"threads", true, {}},       {"eval_every", true, {}},
-      {"eval_batches", true, {}},   {"ckpt_dir", false, {}},     {"ckpt_every", true, {}},
-      {"keep_last", true, {}},      {"keep_every", true, {}},    {"ckpt_local", false, {}},
-      {"ckpt_memory", false, {}},   {"log", false, {}},
-  };
+  std::vector<Flag> flags;  // one for each of the config's keys
+  for (const auto& [key, number] : endure::train::TrainConfig::scalar_keys()) {
+    flags.push_back({key, number, {}});
+  }
   // Laid over the model config.
   std::vector<Flag> model_flags = {
       {"dim", true, {}},     {"n_layers", true, {}},   {"n_heads", true, {}},
@@ -113,7 +107,7 @@ int main(int argc, char** argv) {
   } else if (!model.empty()) {
     j["model"] = json{{"preset", model}};
   }
-  if (!j.contains("model")) j["model"] = json{{"preset", "stories15M"}};
+  if (!j.contains("model")) j["model"] = endure::train::TrainConfig{}.model;
   if (j["model"].is_string()) j["model"] = json{{"preset", j["model"]}};
   if (j["model"].is_object()) {
     if (auto s = overlay(app, model_flags, &j["model"]); !s.ok()) return fail(s.error());

@@ -15,6 +15,7 @@ Error invalid(const std::string& message) { return make_error("ValidationExcepti
 struct Field {
   std::function<Status(const json&, TrainConfig*)> read;
   std::function<json(const TrainConfig&)> write;
+  bool number = false;
 };
 
 template <class T>
@@ -36,7 +37,7 @@ Field integer(T TrainConfig::*member, T min, T max = std::numeric_limits<T>::max
             c->*member = v.get<T>();
             return Status::Ok();
           },
-          [member](const TrainConfig& c) { return json(c.*member); }};
+          [member](const TrainConfig& c) { return json(c.*member); }, true};
 }
 
 Field number(float TrainConfig::*member, float min, float max) {
@@ -49,7 +50,7 @@ Field number(float TrainConfig::*member, float min, float max) {
             c->*member = static_cast<float>(x);
             return Status::Ok();
           },
-          [member](const TrainConfig& c) { return json(c.*member); }};
+          [member](const TrainConfig& c) { return json(c.*member); }, true};
 }
 
 Field path(std::filesystem::path TrainConfig::*member) {
@@ -127,6 +128,14 @@ Result<TrainConfig> TrainConfig::from_json(const json& j) {
     return invalid("ckpt_every must be positive when ckpt_dir is given");
   }
   return c;
+}
+
+std::vector<std::pair<std::string, bool>> TrainConfig::scalar_keys() {
+  std::vector<std::pair<std::string, bool>> out;
+  for (const auto& [key, field] : fields()) {
+    if (key != "model") out.emplace_back(key, field.number);
+  }
+  return out;
 }
 
 json TrainConfig::to_json() const {

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/json.h"
 #include "common/result.h"
@@ -47,6 +49,10 @@ struct TrainConfig {
   // the key, as does any rule broken (positive sizes, warmup < steps, min_lr <= lr, ...).
   static Result<TrainConfig> from_json(const json& j);
   json to_json() const;
+
+  // Every key above but "model", and whether its value is a number (else a string): what
+  // a command line can set one flag each.
+  static std::vector<std::pair<std::string, bool>> scalar_keys();
 };
 
 }  // namespace endure::train

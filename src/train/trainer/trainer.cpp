@@ -68,7 +68,8 @@ struct Trainer::Impl {
   std::unique_ptr<model::AdamW> adam;
   std::unique_ptr<ckpt::Checkpointer> ckpt;
   std::vector<int32_t> inputs, targets;
-  int64_t step = 0;  // optimizer steps done
+  int64_t step = 0;         // optimizer steps done
+  int64_t saved_step = -1;  // the step of the newest checkpoint saved or restored
   std::optional<int64_t> resumed_from;
   std::string resumed_tier;
   int threads = 1;
@@ -99,7 +100,9 @@ struct Trainer::Impl {
                 {"seed", config.seed}};
   }
 
-  std::vector<ckpt::Buffer> checkpoint_buffers() {
+  // What a checkpoint holds besides its metadata: saved from and restored into the same
+  // memory, each buffer the parameter buffer's size.
+  std::vector<ckpt::MutableBuffer> checkpoint_state() {
     const size_t n = model->num_params() * sizeof(float);
     return {{"params", model->params(), n}, {"adam.m", adam->m(), n}, {"adam.v", adam->v(), n}};
   }
@@ -107,7 +110,7 @@ struct Trainer::Impl {
   Status restore();
   Result<float> train_step();
   float evaluate();
-  Result<double> save_checkpoint();
+  Status save_checkpoint();
 };
 
 Status Trainer::Impl::restore() {
@@ -119,10 +122,7 @@ Status Trainer::Impl::restore() {
                    std::to_string(latest->step) + " of another model (" +
                    user.value("model", json()).dump() + "): give a new ckpt_dir");
   }
-  const size_t n = model->num_params() * sizeof(float);
-  auto loaded = ckpt->load_into(-1, {{"params", model->params(), n},
-                                     {"adam.m", adam->m(), n},
-                                     {"adam.v", adam->v(), n}});
+  auto loaded = ckpt->load_into(-1, checkpoint_state());
   if (!loaded.ok()) {
     return make_error(loaded.error().code, "restoring from " + config.ckpt_dir.string() + ": " +
                                                loaded.error().message);
@@ -137,6 +137,7 @@ Status Trainer::Impl::restore() {
   }
   adam->step = u.at("adam_step").get<int64_t>();
   step = loaded->step;
+  saved_step = loaded->step;
   resumed_from = loaded->step;
   resumed_tier = loaded->tiers.empty() ? "" : loaded->tiers.front();
   if (u.value("threads", threads) != threads) {
@@ -178,11 +179,17 @@ float Trainer::Impl::evaluate() {
   return static_cast<float>(sum / config.eval_batches);
 }
 
-// Returns the stall: how long training waited for the copy.
-Result<double> Trainer::Impl::save_checkpoint() {
+// Saves the current step unless it is saved already, and logs the stall: how long training
+// waited for the copy.
+Status Trainer::Impl::save_checkpoint() {
+  if (saved_step == step) return Status::Ok();
+  std::vector<ckpt::Buffer> buffers;
+  for (const auto& b : checkpoint_state()) buffers.push_back({b.name, b.data, b.size});
   const double t0 = now_seconds();
-  if (auto s = ckpt->save(step, checkpoint_buffers(), checkpoint_user()); !s.ok()) return s.error();
-  return now_seconds() - t0;
+  if (auto s = ckpt->save(step, buffers, checkpoint_user()); !s.ok()) return s;
+  saved_step = step;
+  emit({{"checkpoint", step}, {"stall_ms", (now_seconds() - t0) * 1e3}});
+  return Status::Ok();
 }
 
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -248,7 +255,7 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
     if (auto s = impl->restore(); !s.ok()) return s.error();
     // The staging memory is made ready now, not in the first checkpoint's stall.
     size_t bytes = 0;
-    for (const auto& b : impl->checkpoint_buffers()) bytes += b.size;
+    for (const auto& b : impl->checkpoint_state()) bytes += b.size;
     impl->ckpt->reserve(bytes);
   }
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
@@ -277,9 +284,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
           {"model", t.model_config.to_json()}});
 
   RunSummary summary;
-  summary.first_step = t.step + 1;
   const double start = now_seconds();
-  int64_t last_saved = t.resumed_from.value_or(-1);
   int64_t tokens = 0;
   double step_seconds = 0;
   while (t.step < c.steps) {
@@ -310,18 +315,14 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
       t.emit({{"eval", true}, {"step", t.step}, {"val_loss", t.evaluate()}});
     }
     if (t.ckpt && (t.step % c.ckpt_every == 0 || t.step == c.steps)) {
-      auto stall = t.save_checkpoint();
-      if (!stall.ok()) return stall.error();
-      last_saved = t.step;
-      t.emit({{"checkpoint", t.step}, {"stall_ms", *stall * 1e3}});
+      if (auto s = t.save_checkpoint(); !s.ok()) return s.error();
     }
   }
-  if (t.ckpt && last_saved != t.step && t.step > 0) {
-    auto stall = t.save_checkpoint();
-    if (!stall.ok()) return stall.error();
-    t.emit({{"checkpoint", t.step}, {"stall_ms", *stall * 1e3}});
-  }
   if (t.ckpt) {
+    // A stop between checkpoints saves where it stopped.
+    if (t.step > 0) {
+      if (auto s = t.save_checkpoint(); !s.ok()) return s.error();
+    }
     if (auto s = t.ckpt->wait(); !s.ok()) {
       return make_error(s.error().code, "a checkpoint failed: " + s.error().message);
     }

@@ -19,7 +19,6 @@ namespace endure::train {
 
 // What run() ended with.
 struct RunSummary {
-  int64_t first_step = 0;  // the first step this run made (resumed_from + 1)
   int64_t last_step = 0;
   bool stopped = false;  // by a stop request, before the configured steps
 };
