@@ -107,11 +107,17 @@ std::optional<json> own_manifest(const std::string& owner, const std::filesystem
   return std::move(*m);
 }
 
-// Every committed copy of every step in every tier, newest step first, fastest tier first;
-// and (in `uncommitted`) the shared folders of steps that have no manifest.
+// The copies of every step (or of `only_step`) in every tier, newest step first, fastest
+// tier first. A listing (`uncommitted` given) keeps only committed shared copies and names
+// the shared folders without a manifest there; a restore, which stops at the first copy
+// that verifies, gets every shared folder unchecked rather than a cold lookup of each.
 std::map<int64_t, std::vector<Copy>, std::greater<>> copies_of(const Options& o,
-                                                               std::vector<int64_t>* uncommitted = nullptr) {
+                                                               std::vector<int64_t>* uncommitted = nullptr,
+                                                               int64_t only_step = -1) {
   std::map<int64_t, std::vector<Copy>, std::greater<>> out;
+  auto steps = [&](const std::filesystem::path& dir) {
+    return only_step >= 0 ? std::vector<int64_t>{only_step} : steps_in(dir);
+  };
   const std::string owner = o.memory_dir.empty() && o.local_dir.empty() ? "" : owner_of(o);
   if (!o.memory_dir.empty()) {
     for (int slot = 0; slot < kSlots; ++slot) {
@@ -119,21 +125,24 @@ std::map<int64_t, std::vector<Copy>, std::greater<>> copies_of(const Options& o,
       if (auto m = own_manifest(owner, dir)) out[m->value("step", -1LL)].push_back({"memory", dir});
     }
   }
-  for (int64_t s : steps_in(o.local_dir)) {
-    auto dir = step_dir(o.local_dir, s);
-    if (auto m = own_manifest(owner, dir); m && m->value("step", -1LL) == s) {
-      out[s].push_back({"local", dir});
+  if (!o.local_dir.empty()) {
+    for (int64_t s : steps(o.local_dir)) {
+      auto dir = step_dir(o.local_dir, s);
+      if (auto m = own_manifest(owner, dir); m && m->value("step", -1LL) == s) {
+        out[s].push_back({"local", dir});
+      }
     }
   }
-  for (int64_t s : steps_in(o.dir)) {
+  for (int64_t s : steps(o.dir)) {
     auto dir = step_dir(o.dir, s);
-    if (std::filesystem::exists(dir / kManifestName)) {
+    if (!uncommitted || std::filesystem::exists(dir / kManifestName)) {
       out[s].push_back({"shared", dir});
-    } else if (uncommitted) {
+    } else {
       uncommitted->push_back(s);
     }
   }
   out.erase(-1);
+  if (only_step >= 0) std::erase_if(out, [&](const auto& entry) { return entry.first != only_step; });
   return out;
 }
 
@@ -533,11 +542,11 @@ Result<CheckpointInfo> restore(const Options& o, int64_t step, const Destination
   Error last = make_error("NotFound", step < 0 ? o.dir.string() + ": no complete, valid checkpoint"
                                                : fmt::format("{}: step {} is not committed in any tier",
                                                              o.dir.string(), step));
-  for (const auto& [s, copies] : copies_of(o)) {
-    if (step >= 0 && s != step) continue;
+  for (const auto& [s, copies] : copies_of(o, nullptr, step)) {
     for (const Copy& copy : copies) {
       json manifest;
       auto info = inspect(copy.dir, s, &manifest);
+      if (!info.committed) continue;  // a save that never finished, or no such step
       Status st;
       if (!info.valid) st = make_error("CorruptCheckpoint", info.path.string() + ": " + info.reason);
       const json* shard = st ? shard_of(manifest, o.rank) : nullptr;

@@ -1,6 +1,7 @@
-// Moving a shard between memory and a file at the disk's speed: O_DIRECT in large blocks
-// (the page cache halves the bandwidth of a write of gigabytes here, see bench/ckpt), with a
-// buffered fallback where the file system refuses O_DIRECT (tmpfs on older kernels).
+// Moving a shard between memory and a file at the disk's speed: writes O_DIRECT in large
+// blocks (the page cache halves the bandwidth of a write of gigabytes here, see bench/ckpt),
+// with a buffered fallback where the file system refuses O_DIRECT (tmpfs on older kernels);
+// reads through the page cache, whose readahead beat O_DIRECT reads here.
 #pragma once
 
 #include <cstddef>
@@ -27,7 +28,7 @@ struct Segment {
 
 // Reads the file at path (size bytes) into the segments (which cover it exactly, in
 // order), checking each chunk_bytes chunk against `sums` as its bytes arrive. One thread
-// reads ahead into aligned blocks while this one verifies and copies.
+// reads straight into the segments while this one verifies what has arrived.
 Status read_verified(const std::filesystem::path& path, uint64_t size, size_t chunk_bytes,
                      const json& sums, const std::vector<Segment>& segments);
 
