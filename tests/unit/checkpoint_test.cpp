@@ -372,8 +372,6 @@ TEST(CheckpointTiers, RestoreReadsTheFastestTierThatVerifies) {
   expect_pattern(*l, 1);
 }
 
-// Double buffering: saves in a row all land; after a restart the first save does not
-// overwrite the memory tier's newest step; the local disk keeps local_keep_last steps.
 // Node-local tier folders reused with another shared folder (another job, or a new run's
 // folder) are never restored from: their copies belong to the folder that made them.
 TEST(CheckpointTiers, TierCopiesOfAnotherSharedFolderAreNotUsed) {
@@ -428,6 +426,8 @@ TEST(CheckpointTiers, ReserveKeepsTheMemoryTiersSteps) {
   expect_pattern(*l, 3);
 }
 
+// Double buffering: saves in a row all land; after a restart the first save does not
+// overwrite the memory tier's newest step; the local disk keeps local_keep_last steps.
 TEST(CheckpointTiers, SlotsAlternateAndTheLocalDiskKeepsItsNewestSteps) {
   test::TempDir dir;
   Options o{.dir = dir.path() / "shared", .memory_dir = dir.path() / "shm", .local_dir = dir.path() / "local"};
