@@ -41,18 +41,24 @@ class AutoResume : public ClusterFixture {
     std::filesystem::copy_file(source_dir() / "tests/integration/jobs/units.py", fsx_ / "units.py");
   }
 
+  // Writes `script` to /fsx/<file> and submits it from the controller; returns the job's
+  // id (0 when sbatch refused it).
+  long long submit_script(const std::string& file, const std::string& script) {
+    std::ofstream(fsx_ / file) << script;
+    auto out = e_->exec(name_, "controller-0", "sbatch --parsable /fsx/" + file);
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    return std::atoll(out.out.c_str());
+  }
+
   // Submits the units job (units.py on every node through srun --auto-resume=1) and
   // returns its id.
   long long submit(int units, const std::string& worker_args = "", int nodes = kRanks) {
     std::filesystem::create_directories(fsx_ / "run");
-    std::ofstream(fsx_ / "units.sbatch")
-        << "#!/bin/bash\n#SBATCH -N" << nodes << " --output=/fsx/units-%j.out\n"
-        << "srun --auto-resume=1 -N" << nodes << " python3 /fsx/units.py --dir /fsx/run --units "
-        << units << " " << worker_args << "\n"
-        << "echo \"srun rc=$?\"\n";
-    auto out = e_->exec(name_, "controller-0", "sbatch --parsable /fsx/units.sbatch");
-    EXPECT_EQ(out.exit_code, 0) << out.err;
-    return std::atoll(out.out.c_str());
+    const std::string n = std::to_string(nodes);
+    return submit_script("units.sbatch",
+                         "#!/bin/bash\n#SBATCH -N" + n + " --output=/fsx/units-%j.out\n" +
+                             "srun --auto-resume=1 -N" + n + " python3 /fsx/units.py --dir /fsx/run --units " +
+                             std::to_string(units) + " " + worker_args + "\n" + "echo \"srun rc=$?\"\n");
   }
 
   // A cluster of kRanks workers running the units job, every rank past its second unit.
@@ -284,14 +290,12 @@ TEST_F(AutoResume, ThePyTorchExampleContinuesFromItsCheckpoint) {
   start(2);
   Endured& e = *e_;
   std::filesystem::copy_file(source_dir() / "examples/pytorch/train_ddp.py", fsx_ / "train_ddp.py");
-  std::ofstream(fsx_ / "torch.sbatch")
-      << "#!/bin/bash\n#SBATCH -N2 --ntasks-per-node=1 --output=/fsx/torch-%j.out\n"
-      << "srun --auto-resume=1 -N2 --ntasks-per-node=1 python3 /fsx/train_ddp.py "
-      << "--ckpt-dir /fsx/ckpt --steps 60 --ckpt-every 5 --step-seconds 0.1\n"
-      << "echo \"srun rc=$?\"\n";
-  auto submitted = e.exec(name_, "controller-0", "sbatch --parsable /fsx/torch.sbatch");
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
-  long long job = std::atoll(submitted.out.c_str());
+  long long job = submit_script("torch.sbatch",
+                                "#!/bin/bash\n#SBATCH -N2 --ntasks-per-node=1 --output=/fsx/torch-%j.out\n"
+                                "srun --auto-resume=1 -N2 --ntasks-per-node=1 python3 /fsx/train_ddp.py "
+                                "--ckpt-dir /fsx/ckpt --steps 60 --ckpt-every 5 --step-seconds 0.1\n"
+                                "echo \"srun rc=$?\"\n");
+  ASSERT_GT(job, 0);
   auto out_path = fsx_ / ("torch-" + std::to_string(job) + ".out");
   auto last_step = [&] {
     int step = 0;
@@ -353,16 +357,14 @@ TEST_F(AutoResume, TheLlamaTrainerResumesFromItsCheckpointOnFsx) {
   ASSERT_EQ(std::system((data_bin + " prepare --input " + (fsx_ / "s.jsonl").string() +
                          " --vocab-size 512 --out " + (fsx_ / "data").string() +
                          " --seed 2 >/dev/null").c_str()), 0);
-  std::ofstream(fsx_ / "train.sbatch")
-      << "#!/bin/bash\n#SBATCH -N1 --output=/fsx/train-%j.out --open-mode=append\n"
-      << "srun --auto-resume=1 -N1 /opt/endure/bin/endure-train --data /fsx/data --model tiny "
-      << "--dim 128 --n-heads 4 --n-kv-heads 4 --seq-len 128 --batch 8 --threads 1 --steps 400 "
-      << "--warmup 10 --lr 1e-3 --min-lr 1e-4 --eval-every 100 --ckpt-dir /fsx/ckpt "
-      << "--ckpt-every 10 --log /fsx/train.jsonl >/dev/null\n"
-      << "echo \"srun rc=$?\"\n";
-  auto submitted = e.exec(name_, "controller-0", "sbatch --parsable /fsx/train.sbatch");
-  ASSERT_EQ(submitted.exit_code, 0) << submitted.err;
-  long long job = std::atoll(submitted.out.c_str());
+  long long job = submit_script("train.sbatch",
+                                "#!/bin/bash\n#SBATCH -N1 --output=/fsx/train-%j.out --open-mode=append\n"
+                                "srun --auto-resume=1 -N1 /opt/endure/bin/endure-train --data /fsx/data --model tiny "
+                                "--dim 128 --n-heads 4 --n-kv-heads 4 --seq-len 128 --batch 8 --threads 1 --steps 400 "
+                                "--warmup 10 --lr 1e-3 --min-lr 1e-4 --eval-every 100 --ckpt-dir /fsx/ckpt "
+                                "--ckpt-every 10 --log /fsx/train.jsonl >/dev/null\n"
+                                "echo \"srun rc=$?\"\n");
+  ASSERT_GT(job, 0);
   const auto log_path = fsx_ / "train.jsonl";
   const auto out_path = fsx_ / ("train-" + std::to_string(job) + ".out");
   auto last_step = [&] {
