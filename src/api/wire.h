@@ -34,6 +34,9 @@ inline constexpr const char* kAgentReportDeepHealthCheck = "AgentReportDeepHealt
 inline constexpr int kDeepCheckNetworkPort = 15000;
 // {ClusterName, NodeId, Kind}: makes a real fault on a node (tests, drills).
 inline constexpr const char* kDebugInjectFault = "DebugInjectFault";
+// {} -> {ReconcilePasses}: passes completed since endured started, so that a test or a
+// drill can wait until a change has been looked at instead of sleeping.
+inline constexpr const char* kDebugDescribeController = "DebugDescribeController";
 // Where to run a command inside a node: {ClusterName, NodeId} -> {Pid, NodeName}.
 // The local provider's nodes are namespaces on this host, so the CLI enters them itself.
 inline constexpr const char* kGetNodeExecTarget = "GetNodeExecTarget";

@@ -61,14 +61,16 @@ std::string cluster_arn(const std::string& cluster_id) {
 ClusterService::ClusterService(store::Store& store, provider::NodeProvider& provider,
                                const Config& config, HealthMonitor& health,
                                RecoveryManager& recovery, AutoResumeManager& auto_resume,
-                               std::function<void()> wake_reconciler)
+                               std::function<void()> wake_reconciler,
+                               std::function<long long()> reconcile_passes)
     : store_(store),
       provider_(provider),
       config_(config),
       health_(health),
       recovery_(recovery),
       auto_resume_(auto_resume),
-      wake_(std::move(wake_reconciler)) {}
+      wake_(std::move(wake_reconciler)),
+      reconcile_passes_(std::move(reconcile_passes)) {}
 
 Result<json> ClusterService::handle(const std::string& action, const json& request) {
   if (!request.is_object()) return validation("request: must be a JSON object");
@@ -87,6 +89,9 @@ Result<json> ClusterService::handle(const std::string& action, const json& reque
     return batch_recover(request, RecoveryAction::kReplace);
   }
   if (action == api::kDebugInjectFault) return inject_fault(request);
+  if (action == api::kDebugDescribeController) {
+    return json{{"ReconcilePasses", reconcile_passes_()}};
+  }
   if (action == api::kStartClusterHealthCheck) return start_health_check(request);
   return make_error("UnknownOperation", "no action named " + action);
 }
@@ -133,13 +138,11 @@ Result<json> ClusterService::create_cluster(const json& request) {
       return make_error(api::kResourceInUse,
                         "ClusterName: a cluster named " + spec->name + " already exists");
     }
-    row.index = store_.free_cluster_index();
-    if (row.index > spec::kMaxClusters) {
-      return make_error(api::kResourceInUse, "the local provider runs at most " +
-                                                 std::to_string(spec::kMaxClusters) +
-                                                 " clusters at once; delete one first");
-    }
     row.id = ids::new_cluster_id();
+    // Host-wide, not per store: another endured on this host may hold indexes too.
+    auto index = provider_.claim_cluster_index(row.id, 0);
+    if (!index) return index.error();
+    row.index = *index;
     row.name = spec->name;
     row.arn = cluster_arn(row.id);
     row.status = "Creating";
@@ -155,7 +158,11 @@ Result<json> ClusterService::create_cluster(const json& request) {
                                        " instance groups"});
     return ev ? Status{} : Status(ev.error());
   });
-  if (!created) return created.error();
+  if (!created) {
+    // A claimed index goes back with the folder claiming it; nothing else was made.
+    if (row.index > 0) provider_.remove_cluster(row.id);
+    return created.error();
+  }
   crash_point("create.after_commit");
   log::info("cluster {} ({}) accepted", row.name, row.id);
   wake_();

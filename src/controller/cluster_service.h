@@ -22,7 +22,8 @@ class ClusterService {
  public:
   ClusterService(store::Store& store, provider::NodeProvider& provider, const Config& config,
                  HealthMonitor& health, RecoveryManager& recovery, AutoResumeManager& auto_resume,
-                 std::function<void()> wake_reconciler);
+                 std::function<void()> wake_reconciler,
+                 std::function<long long()> reconcile_passes);
 
   // An operator action by its API name (api::kCreateCluster, ...).
   Result<json> handle(const std::string& action, const json& request);
@@ -66,6 +67,7 @@ class ClusterService {
   RecoveryManager& recovery_;
   AutoResumeManager& auto_resume_;
   std::function<void()> wake_;
+  std::function<long long()> reconcile_passes_;
 };
 
 // The ARN of a cluster id.

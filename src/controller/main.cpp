@@ -103,7 +103,8 @@ int main(int argc, char** argv) {
   });
   controller::Reconciler reconciler(**store, provider, config, health, recovery, auto_resume);
   controller::ClusterService service(**store, provider, config, health, recovery, auto_resume,
-                                     [&] { reconciler.wake(); });
+                                     [&] { reconciler.wake(); },
+                                     [&] { return reconciler.passes(); });
   controller::ApiServer server(service, *token);
 
   signal(SIGPIPE, SIG_IGN);

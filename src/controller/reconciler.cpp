@@ -118,6 +118,7 @@ void Reconciler::reconcile_all() {
       log::error("reconcile {}: {}", cluster.name, e.what());
     }
   }
+  passes_ += 1;
 }
 
 void Reconciler::event(const store::ClusterRow& cluster, const std::string& type,
@@ -142,6 +143,12 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
     return;
   }
   const auto& layout = parsed->layout;
+  // Claimed at creation; again here, so that a cluster stored before a host reboot (which
+  // clears the host's claims) holds its index before another controller takes it.
+  if (auto s = provider_.claim_cluster_index(cluster.id, cluster.index); !s) {
+    log::error("{}: {}", cluster.name, s.error().message);
+    return;
+  }
   if (auto s = provider_.prepare_cluster(cluster.id); !s) {
     log::error("{}: {}", cluster.name, s.error().message);
     return;
@@ -384,6 +391,7 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
     crash_point("launch.before");
     auto pid = provider_.launch(request);
     crash_point("launch.before_record");
+    if (!r.replaces.empty()) crash_point("recovery.after_launch");
     if (!pid) {
       retire_instance(r, "Failure", "launch failed: " + pid.error().message, true);
       continue;

@@ -29,6 +29,8 @@ class Reconciler {
   void wake();
   // One pass over every cluster (what the loop runs).
   void reconcile_all();
+  // Passes completed since start: lets a caller wait until a change has been looked at.
+  long long passes() const { return passes_; }
 
  private:
   void reconcile_cluster(const store::ClusterRow& cluster);
@@ -65,6 +67,7 @@ class Reconciler {
   std::condition_variable cv_;
   bool woken_ = false;
   std::atomic<bool> stopping_{false};
+  std::atomic<long long> passes_{0};
 };
 
 }  // namespace endure::controller

@@ -29,7 +29,8 @@ bool RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::Cl
   finish_deep_checks(cluster, slurm);
   bool acted = false;
   for (const auto& row : store_.instances(cluster.id, true)) {
-    if (row.recovery_stage == "Requested") {
+    const auto& stage = row.recovery_stage;
+    if (stage == "Requested" || stage == "Drained" || stage == "Terminating") {
       act(cluster, layout, row, slurm);
       acted = true;
     }
@@ -172,71 +173,115 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
   });
 }
 
+// A recovery moves Requested -> Drained -> Rebooting (Reboot) or Terminating -> Done
+// (Replace). Each stage is stored with its event in one transaction, after the effect it
+// records: a controller killed at any point redoes at most the effect in flight (a drain, a
+// destroy: both idempotent) and never writes an event twice.
 void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
                           const store::InstanceRow& row, const SlurmView& slurm) {
+  std::string stage = row.recovery_stage;
+  if (stage == "Requested") {
+    drain(cluster, layout, row, slurm);
+    crash_point("recovery.after_drain");
+    health_.forget(row.instance_id);
+    stage = "Drained";
+  }
+  if (row.recovery == "Reboot" && stage == "Drained") return reboot(cluster, row);
+  if (row.recovery != "Replace") return;
+  if (stage == "Drained") {
+    Status s = transition(row, "NodeReplacing", row.recovery_reason, [&](store::InstanceRow& x) {
+      x.status = "ShuttingDown";
+      x.message = "Replacing: " + row.recovery_reason;
+      x.recovery_stage = "Terminating";
+    });
+    if (!s) return;
+  }
+  // Replace: the old instance goes with its local disk; the slot is filled again by the
+  // reconciler under the same hostname, with a new InstanceId.
+  if (auto s = provider_.destroy(cluster.id, row.instance_id); !s) {
+    log::error("{}: {}", row.instance_id, s.error().message);
+    return;  // tried again next pass
+  }
+  crash_point("recovery.after_terminate");
+  transition(row, "InstanceTerminated", "replaced: " + row.recovery_reason,
+             [&](store::InstanceRow& x) {
+               x.status = "Terminated";
+               x.message = "replaced: " + row.recovery_reason;
+               x.recovery_stage = "Done";
+               x.pid = 0;
+               x.terminated_at = ids::now_seconds();
+             });
+}
+
+void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+                            const store::InstanceRow& row, const SlurmView& slurm) {
   const auto* slot = layout.find(row.node_name);
   bool worker = slot && slot->role == spec::NodeRole::kWorker;
+  bool drained = false;
   if (worker && slurm.client) {
     auto s = slurm.client->down_and_drain(row.node_name,
                                           std::string(kDrainReasonPrefix) + " " + row.recovery_reason);
-    if (s) event(row, "NodeDrained", "down and drained in Slurm: " + row.recovery_reason);
+    if (s) drained = true;
     else log::warn("{}: {}", row.node_name, s.error().message);
+    // Before the stage is stored: a requeue is asked again after a crash, never lost
+    // (a job already requeued is pending, and left alone).
     if (s && node_lost_) {
       node_lost_(cluster, row.node_name, row.last_verdict.empty() ? row.recovery_reason : row.last_verdict,
                  slurm);
     }
   }
-  crash_point("recovery.after_drain");
-  health_.forget(row.instance_id);
-  if (row.recovery == "Reboot") {
+  auto to_drained = [](store::InstanceRow& x) { x.recovery_stage = "Drained"; };
+  if (drained) {
+    transition(row, "NodeDrained", "down and drained in Slurm: " + row.recovery_reason, to_drained);
+  } else {
+    transition(row, "", "", to_drained);
+  }
+}
+
+void RecoveryManager::reboot(const store::ClusterRow& cluster, const store::InstanceRow& row) {
+  Status s = transition(row, "NodeRebooting", row.recovery_reason, [&](store::InstanceRow& x) {
+    x.status = "Pending";
+    x.message = "Rebooting: " + row.recovery_reason;
+    x.lifecycle_status = "Rebooting";
+    x.reboots += 1;
+    x.recovery_stage = "Rebooting";
+    x.recovery_since = ids::now_seconds();
+  });
+  if (!s) return;
+  auto pid = provider_.reboot(cluster.id, row.instance_id);
+  if (pid) {
     store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
-      x.status = "Pending";
-      x.message = "Rebooting: " + row.recovery_reason;
-      x.lifecycle_status = "Rebooting";
-      x.reboots += 1;
-      x.recovery_stage = "Rebooting";
-      x.recovery_since = ids::now_seconds();
-      return {};
-    });
-    event(row, "NodeRebooting", row.recovery_reason);
-    auto pid = provider_.reboot(cluster.id, row.instance_id);
-    if (pid) {
-      store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
-        x.pid = *pid;
-        return {};
-      });
-      return;
-    }
-    event(row, "RebootFailed", pid.error().message);
-    store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
-      x.recovery = "Replace";
-      x.recovery_reason = "reboot-failed: " + pid.error().message;
-      x.recovery_stage = "Requested";
+      x.pid = *pid;
       return {};
     });
     return;
   }
-  // Replace: the old instance goes with its local disk; the slot is filled again by the
-  // reconciler under the same hostname, with a new InstanceId.
-  store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
-    x.status = "ShuttingDown";
-    x.message = "Replacing: " + row.recovery_reason;
-    return {};
+  transition(row, "RebootFailed", pid.error().message, [&](store::InstanceRow& x) {
+    x.recovery = "Replace";
+    x.recovery_reason = "reboot-failed: " + pid.error().message;
+    x.recovery_stage = "Requested";
   });
-  event(row, "NodeReplacing", row.recovery_reason);
-  if (auto s = provider_.destroy(cluster.id, row.instance_id); !s) {
-    log::error("{}: {}", row.instance_id, s.error().message);
-    return;  // tried again next pass
+}
+
+Status RecoveryManager::transition(const store::InstanceRow& row, const std::string& type,
+                                   const std::string& text,
+                                   const std::function<void(store::InstanceRow&)>& change) {
+  Status s = store_.transaction([&]() -> Status {
+    Status changed = store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+      change(x);
+      return {};
+    });
+    if (!changed || type.empty()) return changed;
+    auto ev = store_.append_event(
+        {0, row.cluster_id, 0, "Instance", row.group, row.instance_id, row.node_name, type, text});
+    return ev ? Status{} : Status(ev.error());
+  });
+  if (!s) {
+    log::error("{} {}: {}", row.node_name, row.instance_id, s.error().message);
+  } else if (!type.empty()) {
+    log::info("{} {}: {}: {}", row.node_name, row.instance_id, type, text);
   }
-  store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
-    x.status = "Terminated";
-    x.message = "replaced: " + row.recovery_reason;
-    x.recovery_stage = "Done";
-    x.pid = 0;
-    x.terminated_at = ids::now_seconds();
-    return {};
-  });
-  event(row, "InstanceTerminated", "replaced: " + row.recovery_reason);
+  return s;
 }
 
 Status RecoveryManager::request(const store::ClusterRow& cluster,

@@ -1,7 +1,7 @@
 // Node recovery: each pass it judges every node in service (agent findings, heartbeats,
 // processes, manual Action: reasons in Slurm), takes unhealthy nodes out of Slurm, and
-// reboots or replaces them. Every step is stored before it is taken, so a controller
-// killed in the middle resumes the same recovery.
+// reboots or replaces them. Every stage is stored with its event once its effect is done,
+// so a controller killed in the middle resumes the same recovery and writes no event twice.
 #pragma once
 
 #include <functional>
@@ -52,6 +52,13 @@ class RecoveryManager {
              const SlurmView& slurm);
   void act(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
            const store::InstanceRow& row, const SlurmView& slurm);
+  // Takes a worker out of Slurm (down + drain) and stores the stage Drained.
+  void drain(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+             const store::InstanceRow& row, const SlurmView& slurm);
+  void reboot(const store::ClusterRow& cluster, const store::InstanceRow& row);
+  // Changes the row and appends its event (none when type is empty) in one transaction.
+  Status transition(const store::InstanceRow& row, const std::string& type,
+                    const std::string& text, const std::function<void(store::InstanceRow&)>& change);
   // Closes deep health checks whose nodes reported (or ran out of time): passed nodes go
   // back to Running, failed ones to recovery; the reservation goes with the last node.
   void finish_deep_checks(const store::ClusterRow& cluster, const SlurmView& slurm);

@@ -31,6 +31,12 @@ class NodeProvider {
  public:
   virtual ~NodeProvider() = default;
 
+  // Claims the cluster's index, which picks its loopback addresses and Slurm ports
+  // (spec/layout.h), host-wide: clusters of two controllers on one host never share one.
+  // index > 0: that index (a stored cluster keeps its own); 0: the one the cluster already
+  // holds, else the smallest free. Idempotent; remove_cluster gives the index back.
+  virtual Result<int> claim_cluster_index(const std::string& cluster_id, int index) = 0;
+
   // Makes the cluster's shared folder (mounted at /fsx in every node). Idempotent.
   virtual Status prepare_cluster(const std::string& cluster_id) = 0;
 
@@ -84,7 +90,8 @@ class NodeProvider {
   // Instance ids that have files here (running or not), for sweeping orphans.
   virtual std::vector<std::string> instance_ids(const std::string& cluster_id) = 0;
 
-  // Removes the cluster's files; every instance must be destroyed first.
+  // Removes the cluster's files and gives its index back; every instance must be destroyed
+  // first.
   virtual Status remove_cluster(const std::string& cluster_id) = 0;
 
   // Checks that a LifeCycleConfig source can be used here and returns its local folder.

@@ -318,18 +318,6 @@ std::vector<ClusterRow> Store::clusters(bool include_deleted) {
   return out;
 }
 
-int Store::free_cluster_index() {
-  std::lock_guard lock(mu_);
-  Stmt s(db_, "SELECT idx FROM clusters WHERE status != 'Deleted' ORDER BY idx");
-  int want = 1;
-  while (s.step() == SQLITE_ROW) {
-    int idx = s.i32(0);
-    if (idx > want) break;
-    if (idx == want) ++want;
-  }
-  return want;
-}
-
 Status Store::insert_instance(const InstanceRow& r) {
   std::lock_guard lock(mu_);
   Stmt s(db_, (std::string("INSERT INTO instances (") + kInstanceCols +

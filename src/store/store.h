@@ -54,7 +54,7 @@ struct InstanceRow {
   std::string last_verdict;        // "Unhealthy: hang: no heartbeat for 6 s -> Reboot"
   std::string recovery;            // "", Reboot, Replace: the action under way
   std::string recovery_reason;
-  std::string recovery_stage;  // "", Requested, Rebooting
+  std::string recovery_stage;  // "", Requested, Drained, Rebooting, Terminating, Done
   double recovery_since = 0;
   int reboots = 0;              // reboots of this instance
   std::string replaces;         // the instance this one replaced, if any
@@ -109,8 +109,6 @@ class Store {
   std::vector<ClusterRow> clusters(bool include_deleted = false);
   // As mutate_instance, for a cluster by id.
   Status mutate_cluster(const std::string& id, const std::function<Status(ClusterRow&)>& fn);
-  // The smallest index >= 1 not used by a live (not Deleted) cluster.
-  int free_cluster_index();
 
   Status insert_instance(const InstanceRow& row);
   Status update_instance(const InstanceRow& row);  // by instance_id; every column

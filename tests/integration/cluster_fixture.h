@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -27,6 +28,20 @@ inline std::map<std::string, Node> nodes_by_name(Endured& e, const std::string& 
   if (!r) return out;
   for (const auto& n : (*r)["ClusterNodeSummaries"]) {
     out[n["NodeName"]] = {n["InstanceId"], n["InstanceStatus"]["Status"]};
+  }
+  return out;
+}
+
+inline std::string cluster_id(Endured& e, const std::string& cluster) {
+  auto r = e.call("DescribeCluster", {{"ClusterName", cluster}});
+  return r ? (*r)["ClusterId"].get<std::string>() : "";
+}
+
+// How often each event type was written for a node.
+inline std::map<std::string, int> event_counts(const json& events, const std::string& node) {
+  std::map<std::string, int> out;
+  for (const auto& ev : events) {
+    if (ev.value("NodeName", "") == node) out[ev["EventType"].get<std::string>()] += 1;
   }
   return out;
 }
@@ -58,6 +73,26 @@ inline std::string node_namespace(Endured& e, const std::string& cluster, const 
 inline std::string slurm_state(Endured& e, const std::string& cluster, const std::string& node) {
   auto out = e.exec(cluster, "controller-0", "sinfo -h -n " + node + " -o %t");
   return out.out.empty() ? "" : out.out.substr(0, out.out.find('\n'));
+}
+
+// Waits until endured has completed `n` more reconcile passes: every change made before the
+// call has then been looked at (a pass may have been under way when it was made).
+inline bool wait_passes(Endured& e, int n = 3, std::chrono::seconds timeout = 30s) {
+  auto passes = [&]() -> long long {
+    auto r = e.call("DebugDescribeController", json::object());
+    return r ? (*r)["ReconcilePasses"].get<long long>() : -1;
+  };
+  long long start = passes();
+  return start >= 0 && wait_until([&] { return passes() >= start + n; }, timeout);
+}
+
+// An event's EventTime ("2026-12-02T14:15:00.123Z") in seconds since the epoch.
+inline double event_seconds(const json& event) {
+  std::string text = event.value("EventTime", "");
+  std::tm tm{};
+  const char* rest = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!rest) return 0;
+  return static_cast<double>(timegm(&tm)) + (*rest == '.' ? std::atof(rest) : 0.0);
 }
 
 // Waits for a node's recovery to finish (its NodeReturnedToService event after `after`).

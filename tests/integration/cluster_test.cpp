@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "common/fs.h"
-#include "harness.h"
+#include "cluster_fixture.h"
 
 namespace endure::test {
 namespace {
@@ -27,11 +27,6 @@ json nodes_of(Endured& e, const std::string& cluster) {
   auto r = e.call("ListClusterNodes", {{"ClusterName", cluster}});
   EXPECT_TRUE(r.ok()) << (r ? "" : r.error().message);
   return r ? (*r)["ClusterNodeSummaries"] : json::array();
-}
-
-std::string cluster_id(Endured& e, const std::string& cluster) {
-  auto r = e.call("DescribeCluster", {{"ClusterName", cluster}});
-  return r ? (*r)["ClusterId"].get<std::string>() : "";
 }
 
 // The pid namespaces of a cluster's running instances.
@@ -212,19 +207,66 @@ TEST(ClusterSideBySide, TwoClustersWorkIndependently) {
   ASSERT_TRUE(e.call("CreateCluster", make_spec("it-right", 2)).ok());
   ASSERT_EQ(e.wait_status("it-left", {"InService"}, 180s), "InService");
   ASSERT_EQ(e.wait_status("it-right", {"InService"}, 180s), "InService");
-  auto left = e.exec("it-left", "controller-0", "scontrol show config | grep -E '^(ClusterName|SlurmctldPort)'");
-  auto right = e.exec("it-right", "controller-0", "scontrol show config | grep -E '^(ClusterName|SlurmctldPort)'");
-  EXPECT_NE(left.out, right.out);
-  EXPECT_NE(left.out.find("it-left"), std::string::npos) << left.out;
+  // Each Slurm is its own: its own name, on its own port.
+  auto port = [&](const std::string& cluster) {
+    auto d = e.call("DescribeCluster", {{"ClusterName", cluster}});
+    return d ? (*d)["SlurmctldPort"].get<int>() : 0;
+  };
+  EXPECT_NE(port("it-left"), port("it-right"));
+  for (const std::string side : {"left", "right"}) {
+    auto conf = e.exec("it-" + side, "controller-0", "scontrol show config | grep -E '^(ClusterName|SlurmctldPort)'");
+    EXPECT_NE(conf.out.find("it-" + side), std::string::npos) << conf.out << conf.err;
+    EXPECT_NE(conf.out.find(std::to_string(port("it-" + side))), std::string::npos) << conf.out;
+  }
   expect_running_srun(e, "it-left", 2, "worker-");
   expect_running_srun(e, "it-right", 2, "worker-");
-  // Each cluster's shared folder is its own.
-  e.exec("it-left", "worker-0", "echo left > /fsx/owner");
+  // Each cluster's shared folder is its own: each reads back its own marker only.
+  ASSERT_EQ(e.exec("it-left", "worker-0", "echo left > /fsx/owner").exit_code, 0);
+  EXPECT_EQ(e.exec("it-left", "worker-1", "cat /fsx/owner").out, "left\n");
   EXPECT_NE(e.exec("it-right", "worker-0", "cat /fsx/owner").exit_code, 0);
+  ASSERT_EQ(e.exec("it-right", "worker-0", "echo right > /fsx/owner").exit_code, 0);
+  EXPECT_EQ(e.exec("it-right", "worker-1", "cat /fsx/owner").out, "right\n");
+  EXPECT_EQ(e.exec("it-left", "worker-1", "cat /fsx/owner").out, "left\n");
 
   ASSERT_TRUE(e.call("DeleteCluster", {{"ClusterName", "it-left"}}).ok());
   ASSERT_TRUE(wait_until([&] { return !e.call("DescribeCluster", {{"ClusterName", "it-left"}}).ok(); }, 60s));
   expect_running_srun(e, "it-right", 2, "worker-");
+}
+
+// Two endureds with homes of their own on one host, a cluster each: their clusters' indexes
+// (loopback addresses, Slurm ports) come from one host-wide set, so both work side by side,
+// and one deleted gives its index back to the next cluster of either.
+TEST(ClusterSideBySide, TwoControllersOnOneHostEachRunACluster) {
+  TempDir home_a, home_b;
+  Endured a(home_a.path() / "home"), b(home_b.path() / "home");
+  a.start();
+  b.start();
+  ASSERT_TRUE(a.call("CreateCluster", make_spec("it-one", 2)).ok());
+  ASSERT_TRUE(b.call("CreateCluster", make_spec("it-one", 2)).ok());  // the same name, too
+  ASSERT_EQ(a.wait_status("it-one", {"InService"}, 180s), "InService");
+  ASSERT_EQ(b.wait_status("it-one", {"InService"}, 180s), "InService");
+  auto port = [](Endured& e) {
+    auto d = e.call("DescribeCluster", {{"ClusterName", "it-one"}});
+    return d ? (*d)["SlurmctldPort"].get<int>() : 0;
+  };
+  EXPECT_NE(port(a), port(b));
+  expect_running_srun(a, "it-one", 2, "worker-");
+  expect_running_srun(b, "it-one", 2, "worker-");
+  ASSERT_EQ(a.exec("it-one", "worker-0", "echo a > /fsx/owner").exit_code, 0);
+  ASSERT_EQ(b.exec("it-one", "worker-0", "echo b > /fsx/owner").exit_code, 0);
+  EXPECT_EQ(a.exec("it-one", "worker-1", "cat /fsx/owner").out, "a\n");
+  EXPECT_EQ(b.exec("it-one", "worker-1", "cat /fsx/owner").out, "b\n");
+
+  const int freed = port(a);
+  ASSERT_TRUE(a.call("DeleteCluster", {{"ClusterName", "it-one"}}).ok());
+  ASSERT_TRUE(wait_until([&] { return !a.call("DescribeCluster", {{"ClusterName", "it-one"}}).ok(); }, 60s));
+  expect_running_srun(b, "it-one", 2, "worker-");
+  ASSERT_TRUE(b.call("CreateCluster", make_spec("it-two", 1)).ok());
+  ASSERT_EQ(b.wait_status("it-two", {"InService"}, 180s), "InService");
+  auto two = b.call("DescribeCluster", {{"ClusterName", "it-two"}});
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ((*two)["SlurmctldPort"].get<int>(), freed) << "the freed index is taken again";
+  expect_running_srun(b, "it-two", 1, "worker-");
 }
 
 TEST(ClusterScaling, WorkersScaleToZeroAndBack) {

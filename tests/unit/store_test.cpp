@@ -158,7 +158,6 @@ TEST_F(StoreTest, OpenCreatesFileAndSchemaInWalMode) {
   }
   EXPECT_EQ(raw_query(db_path_, "PRAGMA journal_mode"), "wal");
   EXPECT_TRUE(store_->clusters(true).empty());
-  EXPECT_EQ(store_->free_cluster_index(), 1);
 }
 
 TEST_F(StoreTest, OpenFailsInMissingFolder) {
@@ -310,27 +309,18 @@ TEST_F(StoreTest, ClusterByNameIgnoresDeletedAndLiveNameIsUnique) {
   EXPECT_FALSE(store_->insert_cluster(make_cluster("cccccccccccc", "ml", 3)).ok());
 }
 
-TEST_F(StoreTest, FreeClusterIndexPicksSmallestUnusedAndReusesDeleted) {
-  EXPECT_EQ(store_->free_cluster_index(), 1);
+// Indexes come from the provider (host-wide); the store refuses two live clusters on one.
+TEST_F(StoreTest, LiveClusterIndexIsUniqueAndADeletedOneIsFreed) {
   ASSERT_TRUE(store_->insert_cluster(make_cluster("aaaaaaaaaaa1", "c1", 1)).ok());
-  EXPECT_EQ(store_->free_cluster_index(), 2);
-  ASSERT_TRUE(store_->insert_cluster(make_cluster("aaaaaaaaaaa2", "c2", 2)).ok());
-  ASSERT_TRUE(store_->insert_cluster(make_cluster("aaaaaaaaaaa4", "c4", 4)).ok());
-  EXPECT_EQ(store_->free_cluster_index(), 3);  // the gap, not max+1
-  ASSERT_TRUE(store_->insert_cluster(make_cluster("aaaaaaaaaaa3", "c3", 3)).ok());
-  EXPECT_EQ(store_->free_cluster_index(), 5);
-
+  EXPECT_FALSE(store_->insert_cluster(make_cluster("aaaaaaaaaaa2", "c2", 1)).ok());
   ASSERT_TRUE(store_
-                  ->mutate_cluster("aaaaaaaaaaa2",
+                  ->mutate_cluster("aaaaaaaaaaa1",
                                    [](ClusterRow& r) -> Status {
                                      r.status = "Deleted";
                                      return {};
                                    })
                   .ok());
-  EXPECT_EQ(store_->free_cluster_index(), 2);
-  // The freed index can really be taken by a new live cluster.
-  ASSERT_TRUE(store_->insert_cluster(make_cluster("bbbbbbbbbbb2", "c2-again", 2)).ok());
-  EXPECT_EQ(store_->free_cluster_index(), 5);
+  EXPECT_TRUE(store_->insert_cluster(make_cluster("aaaaaaaaaaa2", "c2", 1)).ok());
 }
 
 TEST_F(StoreTest, OnlyOneLiveInstancePerSlot) {

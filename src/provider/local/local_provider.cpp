@@ -19,6 +19,7 @@
 #include "common/crash_point.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "spec/layout.h"
 
 namespace endure::provider {
 namespace {
@@ -125,8 +126,15 @@ std::vector<std::string> node_exec_argv(int pid, const std::string& node_name,
   return argv;
 }
 
-LocalProvider::LocalProvider(std::filesystem::path root, std::filesystem::path agent_path)
-    : root_(std::move(root)), agent_path_(std::move(agent_path)) {}
+LocalProvider::LocalProvider(std::filesystem::path root, std::filesystem::path agent_path,
+                             std::filesystem::path index_dir)
+    : root_(std::move(root)),
+      agent_path_(std::move(agent_path)),
+      indexes_(std::move(index_dir), spec::kMaxClusters) {}
+
+Result<int> LocalProvider::claim_cluster_index(const std::string& cluster_id, int index) {
+  return indexes_.claim(cluster_dir(cluster_id), index);
+}
 
 std::filesystem::path LocalProvider::cluster_dir(const std::string& cluster_id) const {
   return root_ / cluster_id;
@@ -444,6 +452,7 @@ Status LocalProvider::remove_cluster(const std::string& cluster_id) {
       return make_error("ProviderError", "instance " + id + " of " + cluster_id + " still runs");
     }
   }
+  if (auto s = indexes_.release(cluster_dir(cluster_id)); !s) return s;
   return fs::remove_tree(cluster_dir(cluster_id));
 }
 

@@ -22,6 +22,7 @@
 
 #include <filesystem>
 
+#include "provider/local/cluster_index_registry.h"
 #include "provider/node_provider.h"
 
 namespace endure::provider {
@@ -50,9 +51,12 @@ struct LocalBoot {
 
 class LocalProvider : public NodeProvider {
  public:
-  // root: the folder that holds every cluster's files; agent_path: the endure-agent binary.
-  LocalProvider(std::filesystem::path root, std::filesystem::path agent_path);
+  // root: the folder that holds every cluster's files; agent_path: the endure-agent binary;
+  // index_dir: the host-wide folder of cluster indexes (see cluster_index_registry.h).
+  LocalProvider(std::filesystem::path root, std::filesystem::path agent_path,
+                std::filesystem::path index_dir = kHostClusterIndexDir);
 
+  Result<int> claim_cluster_index(const std::string& cluster_id, int index) override;
   Status prepare_cluster(const std::string& cluster_id) override;
   Result<int> launch(const LaunchRequest& request) override;
   Result<int> reboot(const std::string& cluster_id, const std::string& instance_id) override;
@@ -92,6 +96,7 @@ class LocalProvider : public NodeProvider {
 
   std::filesystem::path root_;
   std::filesystem::path agent_path_;
+  ClusterIndexRegistry indexes_;
 };
 
 // The argv that runs a command inside a node whose first process has host pid `pid`,
