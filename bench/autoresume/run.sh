@@ -606,9 +606,11 @@ if [ "$MEASURE_OK" = 1 ]; then
       peer_trial peer_no_repair peer-norepair "$NO_REPAIR_WAIT" || MEASURE_OK=0
     else
       note "update-cluster --node-recovery None did not show in describe-cluster ('$nr'); the no-repair row was skipped"
+      MEASURE_OK=0
     fi
   else
     note "update-cluster --node-recovery None failed (see cli.log); the no-repair row was skipped"
+    MEASURE_OK=0
   fi
 fi
 

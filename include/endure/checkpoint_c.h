@@ -37,6 +37,20 @@ endure_ckpt_status endure_ckpt_open(const char* dir, int rank, int world, int ke
 endure_ckpt_status endure_ckpt_open_tiered(const char* dir, const char* local_dir,
                                            const char* memory_dir, int rank, int world,
                                            int keep_last, int keep_every, endure_ckpt** out);
+/* Every setting of endure_ckpt_open_tiered, and rank 0's commit timeout: how long it waits
+ * for the other ranks' shards before it gives a step up (its wait() then returns
+ * ENDURE_CKPT_ETIMEOUT). */
+typedef struct {
+  const char* dir;
+  const char* local_dir;  /* NULL: no such tier */
+  const char* memory_dir; /* NULL: no such tier */
+  int rank;
+  int world;
+  int keep_last;
+  int keep_every;
+  double commit_timeout_seconds; /* <= 0: the default, 600 s */
+} endure_ckpt_options;
+endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* options, endure_ckpt** out);
 /* Waits for a save in flight and frees the handle. NULL is allowed. */
 void endure_ckpt_close(endure_ckpt* c);
 

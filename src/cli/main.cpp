@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/verbs.h"
+#include "common/command_line.h"
 
 int main(int argc, char** argv) {
   using namespace endure::cli;
@@ -26,21 +27,6 @@ int main(int argc, char** argv) {
       "Exit status: 0 ok, 1 the call failed, 2 bad input (nothing sent).");
   add_verbs(app, global, &selected);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    if (app.get_subcommands().empty() && dynamic_cast<const CLI::RequiredError*>(&e)) {
-      std::string what = app.remaining().empty() ? std::string("a verb is required")
-                                                 : "unknown verb '" + app.remaining().front() + "'";
-      std::cerr << "endure: error: " << what << " (see 'endure --help')\n";
-      return kExitUsage;
-    }
-    std::string hint = "endure --help";
-    for (const CLI::App* verb : app.get_subcommands())
-      hint = "endure " + verb->get_name() + " --help";
-    std::cerr << "endure: error: " << e.what() << " (see '" << hint << "')\n";
-    return kExitUsage;
-  }
+  if (auto exit = endure::parse_command_line(app, argc, argv, "verb")) return *exit;
   return selected ? selected() : kExitUsage;
 }

@@ -181,17 +181,21 @@ Result<json> AutoResumeManager::status(const store::ClusterRow& cluster, const j
 }
 
 void AutoResumeManager::node_lost(const store::ClusterRow& cluster, const std::string& node,
-                                  const std::string& reason, const SlurmView& slurm) {
+                                  const std::string& reason, const SlurmView& slurm,
+                                  const std::vector<slurm::JobState>& jobs_before) {
   if (!slurm.client) return;
   auto jobs = slurm.client->jobs();
   if (!jobs) {
     log::warn("{}: {}", cluster.name, jobs.error().message);
     return;
   }
-  for (const auto& job : *jobs) {
-    if (!job.batch || job.batch_host != node || job_ended(job.state) || job.state == "PENDING") {
-      continue;
-    }
+  for (const auto& was : jobs_before) {
+    if (!was.batch || was.batch_host != node || was.state != "RUNNING") continue;
+    auto now = std::find_if(jobs->begin(), jobs->end(), [&](auto& j) { return j.id == was.id; });
+    if (now == jobs->end() || job_ended(now->state)) continue;
+    const auto& job = *now;
+    // Its only node went down: Slurm failed the job (NODE_FAIL) and requeued it itself.
+    const bool requeued_by_slurm = job.state == "PENDING" || job.state.rfind("REQUEUE", 0) == 0;
     auto row = store_.auto_resume(cluster.id, job.id);
     store::AutoResumeRow r = row ? *row : store::AutoResumeRow{};
     r.cluster_id = cluster.id;
@@ -214,7 +218,7 @@ void AutoResumeManager::node_lost(const store::ClusterRow& cluster, const std::s
     r.fault_time = ids::now_seconds();
     r.ready_time = 0;
     r.message = "batch host " + node + " lost: requeued";
-    Status requeued = slurm.client->requeue_job(job.id);
+    Status requeued = requeued_by_slurm ? Status{} : slurm.client->requeue_job(job.id);
     for (int attempt = 0; !requeued && attempt < 10; ++attempt) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       requeued = slurm.client->requeue_job(job.id);

@@ -39,10 +39,13 @@ class AutoResumeManager {
   // None when the job never failed.
   Result<json> status(const store::ClusterRow& cluster, const json& request);
 
-  // Called as a node is taken out of Slurm for a fault: batch jobs whose batch host it was
-  // are requeued (or cancelled once their bound is spent: nothing is left to run them).
+  // Called as a node is taken out of Slurm for a fault, with the jobs as they were before:
+  // batch jobs whose batch host it was are requeued (or cancelled once their bound is
+  // spent: nothing is left to run them). A job Slurm already requeued itself (its only
+  // node went down) counts against the bound all the same.
   void node_lost(const store::ClusterRow& cluster, const std::string& node,
-                 const std::string& reason, const SlurmView& slurm);
+                 const std::string& reason, const SlurmView& slurm,
+                 const std::vector<slurm::JobState>& jobs_before);
 
   // Each pass: grows or starts the jobs whose nodes are back; gives up on the overdue.
   void reconcile(const store::ClusterRow& cluster, const SlurmView& slurm);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/fs.h"
+#include "common/command_line.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/api_server.h"
@@ -47,12 +48,13 @@ Result<std::string> load_or_create_token(const std::filesystem::path& path) {
 
 int main(int argc, char** argv) {
   CLI::App app{"endured: the endure cluster controller"};
+  app.name("endured");
   std::string home;
   int port = 0;
   app.add_option("--home", home, "state folder (default $ENDURE_HOME or ~/.endure)");
   app.add_option("--port", port, "HTTP port on 127.0.0.1 (default 7117, or config.json Port)")
       ->check(CLI::Range(1, 65535));
-  CLI11_PARSE(app, argc, argv);
+  if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
   spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [endured] [%l] %v");
 
   controller::Config config;
@@ -98,8 +100,9 @@ int main(int argc, char** argv) {
   controller::RecoveryManager recovery(**store, provider, config, health);
   controller::AutoResumeManager auto_resume(**store, config, health);
   recovery.set_node_lost_hook([&](const store::ClusterRow& cluster, const std::string& node,
-                                  const std::string& reason, const controller::SlurmView& slurm) {
-    auto_resume.node_lost(cluster, node, reason, slurm);
+                                  const std::string& reason, const controller::SlurmView& slurm,
+                                  const std::vector<slurm::JobState>& jobs_before) {
+    auto_resume.node_lost(cluster, node, reason, slurm, jobs_before);
   });
   controller::Reconciler reconciler(**store, provider, config, health, recovery, auto_resume);
   controller::ClusterService service(**store, provider, config, health, recovery, auto_resume,

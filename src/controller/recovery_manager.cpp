@@ -219,15 +219,17 @@ void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::Cluste
   bool worker = slot && slot->role == spec::NodeRole::kWorker;
   bool drained = false;
   if (worker && slurm.client) {
+    // Taken before the drain: Slurm requeues a job whose only node goes down by itself, and
+    // auto-resume must still see it as the node's job.
+    auto jobs_before = slurm.client->jobs();
     auto s = slurm.client->down_and_drain(row.node_name,
                                           std::string(kDrainReasonPrefix) + " " + row.recovery_reason);
     if (s) drained = true;
     else log::warn("{}: {}", row.node_name, s.error().message);
-    // Before the stage is stored: a requeue is asked again after a crash, never lost
-    // (a job already requeued is pending, and left alone).
-    if (s && node_lost_) {
+    // Before the stage is stored: a requeue is asked again after a crash, never lost.
+    if (s && node_lost_ && jobs_before) {
       node_lost_(cluster, row.node_name, row.last_verdict.empty() ? row.recovery_reason : row.last_verdict,
-                 slurm);
+                 slurm, *jobs_before);
     }
   }
   auto to_drained = [](store::InstanceRow& x) { x.recovery_stage = "Drained"; };

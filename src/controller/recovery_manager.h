@@ -35,10 +35,11 @@ class RecoveryManager {
   bool reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
                  const spec::ClusterLayout& layout, const SlurmView& slurm);
 
-  // Called right after a worker is taken out of Slurm for a fault (auto-resume requeues
-  // the jobs whose batch host it was).
+  // Called right after a worker is taken out of Slurm for a fault, with Slurm's jobs as
+  // they were just before (auto-resume requeues the jobs whose batch host it was).
   using NodeLostHook = std::function<void(const store::ClusterRow&, const std::string& node,
-                                          const std::string& reason, const SlurmView&)>;
+                                          const std::string& reason, const SlurmView&,
+                                          const std::vector<slurm::JobState>& jobs_before)>;
   void set_node_lost_hook(NodeLostHook hook) { node_lost_ = std::move(hook); }
 
   // Operator requests (BatchRebootClusterNodes / BatchReplaceClusterNodes): marks the

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CHECK(cond)                                                   \
   do {                                                                \
@@ -13,6 +14,15 @@
       return 1;                                                       \
     }                                                                 \
   } while (0)
+
+/* Flips the bits of the byte at offset in path; 0 when done. */
+static int flip_byte(const char* path, long offset) {
+  FILE* f = fopen(path, "r+b");
+  if (f == NULL) return -1;
+  int c = fseek(f, offset, SEEK_SET) == 0 ? fgetc(f) : EOF;
+  int ok = c != EOF && fseek(f, offset, SEEK_SET) == 0 && fputc(~c & 0xff, f) != EOF;
+  return fclose(f) == 0 && ok ? 0 : -1;
+}
 
 int main(void) {
   char dir[] = "/tmp/endure-ckpt-c-XXXXXX";
@@ -45,7 +55,39 @@ int main(void) {
   CHECK(endure_ckpt_loaded_buffer(c, "counter", &data, &size) == ENDURE_CKPT_OK);
   CHECK(size == sizeof counter && *(const long long*)data == 42);
   CHECK(endure_ckpt_loaded_buffer(c, "missing", &data, &size) == ENDURE_CKPT_ENOTFOUND);
-  CHECK(endure_ckpt_load(c, 99, &loaded) != ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_load(c, 99, &loaded) == ENDURE_CKPT_ENOTFOUND);
+  /* One byte flipped in the shard's data (past its 16-byte header): the step fails its
+   * checksum when loaded by name. */
+  char shard[160];
+  snprintf(shard, sizeof shard, "%s/step-000000000007/rank-00000.shard", dir);
+  CHECK(flip_byte(shard, 100) == 0);
+  CHECK(endure_ckpt_load(c, 7, &loaded) == ENDURE_CKPT_ECORRUPT);
+  CHECK(strstr(endure_ckpt_last_error(c), "checksum") != NULL);
+  endure_ckpt_close(c);
+
+  /* The folder turned into a regular file under an open handle (which stops root as well
+   * as anyone): the background write fails, and wait() says so. */
+  char gone[160];
+  snprintf(gone, sizeof gone, "%s/gone", dir);
+  CHECK(endure_ckpt_open(gone, 0, 1, 3, 0, &c) == ENDURE_CKPT_OK);
+  CHECK(rmdir(gone) == 0);
+  FILE* file = fopen(gone, "w");
+  CHECK(file != NULL && fclose(file) == 0);
+  CHECK(endure_ckpt_save(c, 1, buffers, 2, NULL) == ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_wait(c) == ENDURE_CKPT_EIO);
+  CHECK(strstr(endure_ckpt_last_error(c), gone) != NULL);
+  endure_ckpt_close(c);
+
+  /* Rank 0 of two, alone: rank 1's shard never becomes durable, so after the commit timeout
+   * (half a second here) the step is given up and wait() says why. */
+  char two[160];
+  snprintf(two, sizeof two, "%s/two", dir);
+  endure_ckpt_options two_ranks = {two, NULL, NULL, 0, 2, 3, 0, 0.5};
+  CHECK(endure_ckpt_open_with(&two_ranks, &c) == ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_save(c, 1, buffers, 2, NULL) == ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_wait(c) == ENDURE_CKPT_ETIMEOUT);
+  CHECK(strstr(endure_ckpt_last_error(c), "rank 1") != NULL);
+  CHECK(endure_ckpt_latest(c, &step) == ENDURE_CKPT_ENOTFOUND);
   endure_ckpt_close(c);
 
   /* With the node-local tiers: a second handle (a restarted process) finds the step. */

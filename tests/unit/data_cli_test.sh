@@ -7,12 +7,14 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# Expects a non-zero exit and a one-line error holding the given text; nothing in --out.
+# Expects exit 2 and a one-line error holding the given text; nothing in --out.
 expect_error() {
   local want=$1; shift
-  if "$bin" "$@" >"$tmp/out" 2>"$tmp/err"; then fail "succeeded: $*"; fi
+  local rc=0
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+  [ "$rc" -eq 2 ] || fail "exit $rc (not 2) for '$*': $(cat "$tmp/err")"
   grep -qF -- "$want" "$tmp/err" || fail "error for '$*' lacks '$want': $(cat "$tmp/err")"
-  [ "$(wc -l <"$tmp/err")" -le 2 ] || fail "error for '$*' is not short: $(cat "$tmp/err")"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "error for '$*' is not one line: $(cat "$tmp/err")"
 }
 
 "$bin" sample --out "$tmp/s.jsonl.zst" --bytes 600k --seed 2
@@ -49,6 +51,10 @@ expect_error "--input $tmp/nope.jsonl does not exist" \
 expect_error "--val-fraction" \
   prepare --input "$tmp/s.jsonl.zst" --vocab-size 800 --val-fraction 0.9 --out "$tmp/x"
 expect_error "give --tokenizer MODEL or --vocab-size N" prepare --input "$tmp/s.jsonl.zst" --out "$tmp/x"
+# The command line itself: an unknown flag, a flag without its value, an unknown subcommand.
+expect_error "--bogus" prepare --input "$tmp/s.jsonl.zst" --vocab-size 800 --out "$tmp/x" --bogus
+expect_error "--out" prepare --input "$tmp/s.jsonl.zst" --vocab-size 800 --out
+expect_error "unknown subcommand 'frobnicate'" frobnicate --out "$tmp/x"
 [ ! -e "$tmp/x" ] || fail "a failed prepare left $tmp/x"
 [ -z "$(find "$tmp" -maxdepth 1 -name '.*tmp*')" ] || fail "a failed prepare left a temp folder"
 echo "data_cli: ok"

@@ -23,7 +23,6 @@ namespace endure {
 namespace {
 
 namespace sfs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 // Each test's own folder, named for this suite.
 class TempDir : public test::TempDir {
@@ -218,10 +217,6 @@ TEST(FsTest, TailLines) {
 
 // --- process::run ---------------------------------------------------------------------------
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // Kills a process this test started (by its pid) if it still runs, and waits for it to go.
 void kill_if_alive(int pid) {
   if (pid <= 0 || !process::alive(pid)) return;
@@ -281,22 +276,18 @@ TEST(ProcessTest, MissingProgramExits127) {
 TEST(ProcessTest, TimeoutKills) {
   process::Options options;
   options.timeout = std::chrono::milliseconds(300);
-  auto start = Clock::now();
   auto out = process::run({"sleep", "30"}, options);
-  double took = seconds_since(start);
+  // Left alone, sleep would exit 0 after 30 s: SIGKILL says the deadline ended it.
   EXPECT_TRUE(out.timed_out);
   EXPECT_EQ(out.exit_code, 128 + SIGKILL);
-  EXPECT_GE(took, 0.25);
-  EXPECT_LT(took, 3.0);
 }
 
 TEST(ProcessTest, TimeoutKillsTheWholeProcessGroup) {
   process::Options options;
   options.timeout = std::chrono::milliseconds(500);
-  auto start = Clock::now();
   auto out = process::run({"bash", "-c", "sleep 30 & echo $!; wait"}, options);
-  EXPECT_LT(seconds_since(start), 3.0);
   EXPECT_TRUE(out.timed_out);
+  EXPECT_EQ(out.exit_code, 128 + SIGKILL);
   int grandchild = first_line_as_pid(out.out);
   ASSERT_GT(grandchild, 0) << out.out;
   bool gone = false;
@@ -313,11 +304,10 @@ TEST(ProcessTest, TimeoutHoldsWhenTheChildClosesItsOutput) {
   // killed at the deadline.
   process::Options options;
   options.timeout = std::chrono::milliseconds(300);
-  auto start = Clock::now();
-  auto out = process::run({"bash", "-c", "exec >/dev/null 2>&1; sleep 3"}, options);
-  double took = seconds_since(start);
+  auto out = process::run({"bash", "-c", "exec >/dev/null 2>&1; sleep 30"}, options);
+  // Killed, not waited for: the script would exit 0 after 30 s.
   EXPECT_TRUE(out.timed_out);
-  EXPECT_LT(took, 2.0);
+  EXPECT_EQ(out.exit_code, 128 + SIGKILL);
 }
 
 TEST(ProcessTest, StdinDataIsDelivered) {
@@ -347,23 +337,18 @@ TEST(ProcessTest, ChildThatIgnoresStdinReturnsWhenSigpipeIsIgnored) {
   process::Options options;
   options.stdin_data = std::string(1 << 20, 'q');
   options.timeout = std::chrono::seconds(10);
-  auto start = Clock::now();
   auto out = process::run({"bash", "-c", "exit 0"}, options);
   signal(SIGPIPE, old);
   EXPECT_EQ(out.exit_code, 0);
-  EXPECT_FALSE(out.timed_out);
-  EXPECT_LT(seconds_since(start), 5.0);
+  EXPECT_FALSE(out.timed_out);  // a feeding stuck on the pipe would have run into the deadline
 }
 
 TEST(ProcessTest, ReturnsWhenChildExitsThoughGrandchildHoldsThePipe) {
   process::Options options;
   options.timeout = std::chrono::seconds(20);
-  auto start = Clock::now();
   auto out = process::run({"bash", "-c", "sleep 30 & echo $!; echo hi"}, options);
-  double took = seconds_since(start);
   int grandchild = first_line_as_pid(out.out);
-  EXPECT_LT(took, 2.0);
-  EXPECT_FALSE(out.timed_out);
+  EXPECT_FALSE(out.timed_out);  // waiting for the pipe's end would have run into the deadline
   EXPECT_EQ(out.exit_code, 0);
   EXPECT_GT(grandchild, 0) << out.out;
   EXPECT_EQ(out.out, std::to_string(grandchild) + "\nhi\n");

@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -91,6 +92,12 @@ bool skip_reason(std::string* why) {
     return true;
   }
   return false;
+}
+
+// CI runs as root with FUSE: there a mounted test that cannot run fails instead of skipping.
+bool in_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && *ci != '\0';
 }
 
 dev_t dev_of(const std::string& path) {
@@ -210,7 +217,10 @@ int child_run(const std::string& root, const Check& check, Reporter& r) {
 // found as this test's log, failures and skip.
 void run_mounted(const Check& check) {
   std::string why;
-  if (skip_reason(&why)) GTEST_SKIP() << why;
+  if (skip_reason(&why)) {
+    if (in_ci()) FAIL() << why << " (CI is set)";
+    GTEST_SKIP() << why;
+  }
   ASSERT_TRUE(sfs::exists(kFsxBin)) << kFsxBin;
   test::TempDir root("endure-fsx-test");
   ASSERT_TRUE(root.ok());
@@ -278,7 +288,10 @@ void run_mounted(const Check& check) {
   }
   EXPECT_FALSE(timed_out) << "the check ran past " << kTestDeadline.count() << " s";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child wait status " << status;
-  if (!skipped.empty()) GTEST_SKIP() << skipped;
+  if (!skipped.empty()) {
+    if (in_ci()) FAIL() << skipped << " (CI is set)";
+    GTEST_SKIP() << skipped;
+  }
 }
 
 // --- helpers for the checks (child side) ---
@@ -531,29 +544,37 @@ TEST(FsxPassthroughTest, StoppedDaemonHangsItsMountOnly) {
       struct stat st {};
       _exit(::stat(f.mnt.c_str(), &st) == 0 ? 0 : 1);
     }
-    auto t0 = Clock::now();
-    int status = wait_for(prober, std::chrono::seconds(1));
-    if (status != -1) r.fail("stat of the stopped mount returned within 1 s");
+    // It blocks: the prober goes to sleep (in the stat, the only thing it does) and stays.
+    auto asleep = [&] { return proc_state(prober) == 'S' || proc_state(prober) == 'D'; };
+    int status = wait_for(prober, milliseconds(0));
+    for (auto deadline = Clock::now() + std::chrono::seconds(10);
+         status == -1 && !asleep() && Clock::now() < deadline;) {
+      std::this_thread::sleep_for(milliseconds(5));
+      status = wait_for(prober, milliseconds(0));
+    }
+    if (status != -1) {
+      r.fail("stat of the stopped mount returned, wait status " + std::to_string(status));
+    } else if (!asleep()) {
+      r.fail("stat of the stopped mount did not block within 10 s");
+    }
 
+    // The other mount answers meanwhile (hung too, it would hold this check past its deadline).
     struct stat st {};
-    auto t1 = Clock::now();
     if (::stat((other.mnt + "/").c_str(), &st) != 0) r.fail_errno("stat of the other mount");
-    auto other_ms = std::chrono::duration_cast<milliseconds>(Clock::now() - t1).count();
-    if (other_ms > 500) r.fail("the other mount took " + std::to_string(other_ms) + " ms");
+    if (status == -1 && (status = wait_for(prober, milliseconds(0))) != -1) {
+      r.fail("stat of the stopped mount returned before SIGCONT");
+    }
 
     ::kill(f.pid, SIGCONT);
     if (status == -1) status = wait_for(prober, std::chrono::seconds(5));
-    auto waited = std::chrono::duration_cast<milliseconds>(Clock::now() - t0).count();
     if (status == -1) {
       r.fail("stat still blocked 5 s after SIGCONT");
       ::kill(prober, SIGKILL);
       wait_for(prober, std::chrono::seconds(5));
     } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       r.fail("stat after SIGCONT failed, status " + std::to_string(status));
-    } else {
-      r.info("stat of the stopped mount blocked, completed " + std::to_string(waited) +
-             " ms after it began, once SIGCONT came; the other mount answered in " +
-             std::to_string(other_ms) + " ms");
+    } else if (!r.failed()) {
+      r.info("stat of the stopped mount blocked until SIGCONT; the other mount answered meanwhile");
     }
     stop_fsx(other, r);
   });
@@ -612,44 +633,6 @@ TEST(FsxPassthroughTest, SigtermUnmountsAndExitsZero) {
       }
     }
     if (!found) r.fail(f.mnt + " not in /proc/self/mountinfo");
-  });
-}
-
-TEST(FsxPassthroughTest, ThroughputOfLargeWrites) {
-  run_mounted([](Fsx& f, const std::string&, Reporter& r) {
-    constexpr size_t kTotal = 256u << 20, kChunk = 1u << 20;
-    auto chunk = pattern(kChunk, 3);
-    // The same 1 MiB buffer 256 times: what is measured is the write path, not memcpy.
-    auto measure = [&](const std::string& path) -> double {
-      int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_TRUNC | O_CLOEXEC, 0644);
-      if (fd < 0) {
-        r.fail_errno("create " + path);
-        return 0.0;
-      }
-      auto t0 = Clock::now();
-      bool ok = true;
-      for (size_t done = 0; ok && done < kTotal; done += kChunk) {
-        ok = write_all(fd, chunk.data(), kChunk);
-      }
-      if (!ok) r.fail_errno("write " + path);
-      if (ok && ::fsync(fd) != 0) ok = r.fail_errno("fsync " + path);
-      double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-      ::close(fd);
-      ::unlink(path.c_str());
-      return ok && secs > 0 ? kTotal / 1e6 / secs : 0.0;
-    };
-    // Twice each, alternating, best of two: the first run also pays for warming the disk.
-    double direct = 0, fuse = 0;
-    for (int i = 0; i < 2 && !r.failed(); ++i) {
-      direct = std::max(direct, measure(f.backing + "/direct.bin"));
-      fuse = std::max(fuse, measure(f.mnt + "/through.bin"));
-    }
-    char line[200];
-    snprintf(line, sizeof line,
-             "256 MiB in 1 MiB writes + fsync (best of 2): through endure-fsx %.0f MB/s, "
-             "backing folder directly %.0f MB/s",
-             fuse, direct);
-    r.info(line);
   });
 }
 

@@ -16,7 +16,7 @@ expect_error() {
   "$bin" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
   [ "$rc" -eq 2 ] || fail "exit $rc (not 2) for '$*': $(cat "$tmp/err")"
   grep -qF -- "$want" "$tmp/err" || fail "error for '$*' lacks '$want': $(cat "$tmp/err")"
-  [ "$(wc -l <"$tmp/err")" -le 1 ] || fail "error for '$*' is not one line: $(cat "$tmp/err")"
+  [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "error for '$*' is not one line: $(cat "$tmp/err")"
   [ ! -e "$tmp/bad-ckpt" ] || fail "a refused run made its checkpoint folder"
 }
 
@@ -77,4 +77,9 @@ echo '{"data": ' >"$tmp/broken.json"
 expect_error "is not a JSON object" --config "$tmp/broken.json" "${bad[@]}"
 # A sequence longer than the val split holds one window of.
 expect_error "eval_every 0 turns it off" "${small[@]}" --seq-len 100000 "${bad[@]}"
+# The command line itself: an unknown flag, a flag without its value, and a positional
+# argument (endure-train has no subcommands, so a word in their place is unexpected).
+expect_error "--bogus" "${small[@]}" --bogus 1 "${bad[@]}"
+expect_error "--steps" "${small[@]}" "${bad[@]}" --steps
+expect_error "not expected: resume" resume "${small[@]}" "${bad[@]}"
 echo "train_cli: ok"

@@ -36,19 +36,18 @@ endure_ckpt_status done(endure_ckpt* c) {
 
 }  // namespace
 
-extern "C" endure_ckpt_status endure_ckpt_open_tiered(const char* dir, const char* local_dir,
-                                                      const char* memory_dir, int rank, int world,
-                                                      int keep_last, int keep_every, endure_ckpt** out) {
-  if (!dir || !out) return ENDURE_CKPT_EINVAL;
+extern "C" endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* options, endure_ckpt** out) {
+  if (!options || !options->dir || !out) return ENDURE_CKPT_EINVAL;
   try {
     endure::ckpt::Options o;
-    o.dir = dir;
-    if (local_dir) o.local_dir = local_dir;
-    if (memory_dir) o.memory_dir = memory_dir;
-    o.rank = rank;
-    o.world = world;
-    o.keep_last = keep_last;
-    o.keep_every = keep_every;
+    o.dir = options->dir;
+    if (options->local_dir) o.local_dir = options->local_dir;
+    if (options->memory_dir) o.memory_dir = options->memory_dir;
+    o.rank = options->rank;
+    o.world = options->world;
+    o.keep_last = options->keep_last;
+    o.keep_every = options->keep_every;
+    if (options->commit_timeout_seconds > 0) o.commit_timeout_seconds = options->commit_timeout_seconds;
     auto c = endure::ckpt::Checkpointer::open(o);
     if (!c) return code_of(c.error());
     *out = new endure_ckpt{std::move(*c), {}, {}};
@@ -56,6 +55,13 @@ extern "C" endure_ckpt_status endure_ckpt_open_tiered(const char* dir, const cha
   } catch (...) {
     return ENDURE_CKPT_EOTHER;
   }
+}
+
+extern "C" endure_ckpt_status endure_ckpt_open_tiered(const char* dir, const char* local_dir,
+                                                      const char* memory_dir, int rank, int world,
+                                                      int keep_last, int keep_every, endure_ckpt** out) {
+  endure_ckpt_options o = {dir, local_dir, memory_dir, rank, world, keep_last, keep_every, 0};
+  return endure_ckpt_open_with(&o, out);
 }
 
 extern "C" endure_ckpt_status endure_ckpt_open(const char* dir, int rank, int world, int keep_last,

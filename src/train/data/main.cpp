@@ -1,5 +1,5 @@
 // endure-data: the sample generator, tokenizer training and data preparation for the
-// Llama trainer (see docs/data.md).
+// Llama trainer (see docs/data.md). Exit status: 0 ok, 1 failed, 2 bad input (one line).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "common/fs.h"
+#include "common/command_line.h"
 #include "endure/data.h"
 
 namespace data = endure::data;
@@ -15,7 +16,7 @@ namespace {
 
 int fail(const endure::Error& e) {
   std::fprintf(stderr, "endure-data: %s\n", e.message.c_str());
-  return 1;
+  return e.code == "ValidationException" ? 2 : 1;
 }
 
 std::string human(double n) {
@@ -122,6 +123,7 @@ int run_inspect(const std::string& dir, int show) {
 
 int main(int argc, char** argv) {
   CLI::App app{"endure-data: RedPajama JSONL -> SentencePiece BPE tokenizer -> token shards"};
+  app.name("endure-data");
   app.require_subcommand(1);
 
   data::SampleOptions sample;
@@ -176,7 +178,7 @@ int main(int argc, char** argv) {
   i->add_option("dir", inspect_dir, "an `endure-data prepare` output")->required();
   i->add_option("--show", show, "decode a window of this many tokens");
 
-  CLI11_PARSE(app, argc, argv);
+  if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
 
   if (*s) {
     sample.out = sample_out;

@@ -12,6 +12,8 @@
 #include <iostream>
 #include <map>
 
+#include "common/command_line.h"
+
 #include "endure/model.h"
 #include "train/model/backend.h"
 
@@ -127,6 +129,7 @@ double measure_sgemm(int n, int threads) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Time Llama training steps on random tokens"};
+  app.name("endure-model-bench");
   std::string preset = "stories15M";
   int batch = 8, seq = 0, threads = 0, steps = 10, warmup = 2;
   bool profile = false, skip_sgemm = false, sgemm_only = false;
@@ -139,7 +142,7 @@ int main(int argc, char** argv) {
   app.add_flag("--profile", profile, "time each kernel (adds overhead)");
   app.add_flag("--no-sgemm", skip_sgemm, "skip the sgemm measurement");
   app.add_flag("--sgemm-only", sgemm_only, "only the sgemm measurement (for bench/train)");
-  CLI11_PARSE(app, argc, argv);
+  if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
   if (threads > 0) omp_set_num_threads(threads);
   threads = omp_get_max_threads();
   if (sgemm_only) {

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "common/command_line.h"
+
 #include "endure/model.h"
 
 using namespace endure;
@@ -37,6 +39,7 @@ bool write_file(const std::filesystem::path& path, const void* data, size_t byte
 
 int main(int argc, char** argv) {
   CLI::App app{"Dump a tiny Llama's loss, gradients and training run for the PyTorch check"};
+  app.name("endure-model-check");
   std::string out, preset = "tiny";
   bool tie = false;
   int batch = 4, steps = 50, micro_batches = 2;
@@ -50,7 +53,7 @@ int main(int argc, char** argv) {
   app.add_option("--micro-batches", micro_batches, "gradient accumulation steps");
   app.add_option("--steps", steps, "training steps");
   app.add_option("--seed", seed, "initialisation seed");
-  CLI11_PARSE(app, argc, argv);
+  if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
 
   auto cfg = LlamaConfig::preset(preset);
   if (!cfg.ok()) {

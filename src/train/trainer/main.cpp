@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "common/command_line.h"
 #include "common/fs.h"
 #include "train/trainer/trainer.h"
 
@@ -69,6 +70,7 @@ endure::Result<endure::json> read_object(const std::string& flag, const std::str
 int main(int argc, char** argv) {
   using endure::json;
   CLI::App app{"Train a Llama 2 model on endure-data's token shards, resumably"};
+  app.name("endure-train");
   std::string config_file, model;
   std::vector<Flag> flags;  // one for each of the config's keys
   for (const auto& [key, number] : endure::train::TrainConfig::scalar_keys()) {
@@ -91,7 +93,7 @@ int main(int argc, char** argv) {
     app.add_option(flag_name(f.key), f.value, "model." + f.key)
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }
-  CLI11_PARSE(app, argc, argv);
+  if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
 
   json j = json::object();
   if (!config_file.empty()) {

@@ -5,7 +5,8 @@ Rank r of w does the units u = r, r+w, r+2w, ... below --units. After each unit 
 the unit to done-<r>.log (fsync) and then commits its progress to ckpt-<r>.json (write,
 fsync, rename). A run killed between the two redoes that one unit: the checkpoint
 semantics allow one unit twice per rank and per fault, never more. Every start is recorded
-in starts.log with the auto-resume count and reason srun's supervisor passed in.
+in starts.log with the auto-resume count and reason srun's supervisor passed in, and
+Slurm's restart count (a requeued job's).
 """
 import argparse
 import json
@@ -52,6 +53,7 @@ def main():
         "rank": rank, "world": world, "host": socket.gethostname(),
         "job": os.environ.get("SLURM_JOB_ID"), "count": count,
         "reason": os.environ.get("ENDURE_AUTO_RESUME_REASON", ""), "next": nxt,
+        "restart": int(os.environ.get("SLURM_RESTART_COUNT", "0")),
         "time": time.time()}))
     for u in range(nxt, a.units, world):
         if rank == a.fail_rank and u >= a.fail_at:
