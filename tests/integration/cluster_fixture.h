@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -84,15 +83,6 @@ inline bool wait_passes(Endured& e, int n = 3, std::chrono::seconds timeout = 30
   };
   long long start = passes();
   return start >= 0 && wait_until([&] { return passes() >= start + n; }, timeout);
-}
-
-// An event's EventTime ("2026-12-02T14:15:00.123Z") in seconds since the epoch.
-inline double event_seconds(const json& event) {
-  std::string text = event.value("EventTime", "");
-  std::tm tm{};
-  const char* rest = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (!rest) return 0;
-  return static_cast<double>(timegm(&tm)) + (*rest == '.' ? std::atof(rest) : 0.0);
 }
 
 // Waits for a node's recovery to finish (its NodeReturnedToService event after `after`).

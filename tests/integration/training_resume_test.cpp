@@ -1,0 +1,161 @@
+// Training programs under srun --auto-resume=1: the PyTorch example and endure-train lose a
+// node, resume from their checkpoints on /fsx, and re-make every step with the same loss.
+#include <gtest/gtest.h>
+
+#include "auto_resume_fixture.h"
+
+namespace endure::test {
+namespace {
+
+// The PyTorch example (examples/pytorch/train_ddp.py, gloo, two ranks on two nodes) resumes
+// through auto-resume: after a worker crash its loss goes on from the checkpointed step,
+// the same loss, step for step, as the run before the crash.
+TEST_F(AutoResume, ThePyTorchExampleContinuesFromItsCheckpoint) {
+  start(2);
+  Endured& e = *e_;
+  std::filesystem::copy_file(source_dir() / "examples/pytorch/train_ddp.py", fsx_ / "train_ddp.py");
+  long long job = submit_script("torch.sbatch",
+                                "#!/bin/bash\n#SBATCH -N2 --ntasks-per-node=1 --output=/fsx/torch-%j.out\n"
+                                "srun --auto-resume=1 -N2 --ntasks-per-node=1 python3 /fsx/train_ddp.py "
+                                "--ckpt-dir /fsx/ckpt --steps 60 --ckpt-every 5 --step-seconds 0.1\n"
+                                "echo \"srun rc=$?\"\n");
+  ASSERT_GT(job, 0);
+  auto out_path = fsx_ / ("torch-" + std::to_string(job) + ".out");
+  auto last_step = [&] {
+    int step = 0;
+    for (const auto& j : json_lines(out_path)) step = std::max(step, j.value("step", 0));
+    return step;
+  };
+  ASSERT_TRUE(wait_until([&] { return last_step() >= 12; }, 120s)) << read_text(out_path);
+  ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-1", "--kind",
+                   "crash"}).exit_code, 0);
+  ASSERT_TRUE(wait_job_end(job, 240s)) << read_text(out_path);
+
+  std::string output = read_text(out_path);
+  EXPECT_NE(output.find("srun rc=0"), std::string::npos) << output;
+  std::vector<json> starts;
+  std::map<int, double> first_run_loss, resumed_loss;
+  json done;
+  for (const auto& j : json_lines(out_path)) {
+    if (j.value("start", false)) starts.push_back(j);
+    if (j.contains("step")) {
+      (starts.size() == 1 ? first_run_loss : resumed_loss)[j["step"].get<int>()] = j["loss"];
+    }
+    if (j.value("done", false)) done = j;
+  }
+  ASSERT_EQ(starts.size(), 2u) << output;
+  EXPECT_TRUE(starts[0]["resumed_from"].is_null()) << output;
+  ASSERT_TRUE(starts[1]["resumed_from"].is_number_integer()) << output;
+  int resumed_from = starts[1]["resumed_from"];
+  EXPECT_GE(resumed_from, 10) << output;
+  EXPECT_EQ(resumed_from % 5, 0) << output;
+  EXPECT_EQ(starts[1]["auto_resume_count"], 1) << output;
+  EXPECT_NE(starts[1]["reason"].get<std::string>().find("worker-1"), std::string::npos) << output;
+  ASSERT_FALSE(resumed_loss.empty()) << output;
+  EXPECT_EQ(resumed_loss.begin()->first, resumed_from + 1) << output;
+  // Same batches (seeded per step and rank), same weights and optimizer state (restored
+  // exactly by torch.load), the same two-rank sum in gloo: every step both runs made has
+  // the same loss, to the last digit logged.
+  const int first_run_last = first_run_loss.rbegin()->first;
+  ASSERT_GT(first_run_last, resumed_from) << "the crash came before any step was re-made: " << output;
+  for (int step = resumed_from + 1; step <= first_run_last; ++step) {
+    ASSERT_TRUE(first_run_loss.count(step) && resumed_loss.count(step)) << "step " << step << output;
+    EXPECT_EQ(resumed_loss[step], first_run_loss[step]) << "step " << step;
+  }
+  EXPECT_LT(resumed_loss.begin()->second, first_run_loss.begin()->second) << output;
+  EXPECT_EQ(done.value("final_step", 0), 60) << output;
+  EXPECT_EQ(status(job)["ResumeCount"], 1);
+}
+
+// endure-train under srun --auto-resume=1 with its checkpoints on /fsx: the node running it
+// crashes, endure replaces it, and the trainer starts again from its newest checkpoint,
+// every re-made step with the loss the first run logged, to the end.
+class LlamaAutoResume : public AutoResume {
+ protected:
+  // Runs the trainer as the one task of a job of `nodes` nodes (on `node`), crashes that
+  // node at step 25 and waits for the job's end. Fills starts_ and checks the losses.
+  void run_through_a_crash(int nodes, const std::string& node) {
+    start(2);
+    const std::string data_bin = (bin_dir() / "endure-data").string();
+    ASSERT_EQ(std::system((data_bin + " sample --out " + (fsx_ / "s.jsonl").string() +
+                           " --bytes 300k --seed 2 >/dev/null").c_str()), 0);
+    ASSERT_EQ(std::system((data_bin + " prepare --input " + (fsx_ / "s.jsonl").string() +
+                           " --vocab-size 512 --out " + (fsx_ / "data").string() +
+                           " --seed 2 >/dev/null").c_str()), 0);
+    const std::string n = std::to_string(nodes);
+    job_ = submit_script("train.sbatch",
+                         "#!/bin/bash\n#SBATCH -N" + n + " --output=/fsx/train-%j.out --open-mode=append\n"
+                         "srun --auto-resume=1 -N1 -w " + node + " /opt/endure/bin/endure-train "
+                         "--data /fsx/data --model tiny "
+                         "--dim 128 --n-heads 4 --n-kv-heads 4 --seq-len 128 --batch 8 --threads 1 --steps 400 "
+                         "--warmup 10 --lr 1e-3 --min-lr 1e-4 --eval-every 100 --ckpt-dir /fsx/ckpt "
+                         "--ckpt-every 10 --log /fsx/train.jsonl >/dev/null\n"
+                         "echo \"srun rc=$?\"\n");
+    ASSERT_GT(job_, 0);
+    const auto log_path = fsx_ / "train.jsonl";
+    const auto out_path = fsx_ / ("train-" + std::to_string(job_) + ".out");
+    auto last_step = [&] {
+      int64_t step = 0;
+      for (const auto& j : json_lines(log_path)) {
+        if (j.contains("loss")) step = std::max<int64_t>(step, j["step"]);
+      }
+      return step;
+    };
+    ASSERT_TRUE(wait_until([&] { return last_step() >= 25; }, 120s)) << read_text(log_path);
+    ASSERT_NO_FATAL_FAILURE(crash(node));
+    ASSERT_TRUE(wait_job_end(job_, 300s)) << read_text(out_path) << read_text(log_path);
+
+    output_ = read_text(out_path) + read_text(log_path);
+    EXPECT_NE(output_.find("srun rc=0"), std::string::npos) << output_;
+    std::map<int64_t, double> first_run_loss;
+    json done;
+    for (const auto& j : json_lines(log_path)) {
+      if (j.value("start", false)) starts_.push_back(j);
+      if (j.contains("loss")) {
+        const int64_t step = j["step"];
+        if (starts_.size() == 1) {
+          first_run_loss[step] = j["loss"];
+        } else if (first_run_loss.count(step)) {
+          EXPECT_EQ(j["loss"].get<double>(), first_run_loss[step]) << "step " << step;
+        }
+      }
+      if (j.value("done", false)) done = j;
+    }
+    ASSERT_EQ(starts_.size(), 2u) << output_;
+    EXPECT_TRUE(starts_[0]["resumed_from"].is_null()) << output_;
+    ASSERT_TRUE(starts_[1]["resumed_from"].is_number_integer()) << output_;
+    EXPECT_GE(starts_[1]["resumed_from"].get<int>(), 20) << output_;
+    EXPECT_EQ(starts_[1]["resumed_from"].get<int>() % 10, 0) << output_;
+    EXPECT_EQ(done.value("final_step", 0), 400) << output_;
+  }
+
+  long long job_ = 0;
+  std::vector<json> starts_;
+  std::string output_;
+};
+
+// A one-node job: its node is its batch host, so the job is requeued under its id.
+TEST_F(LlamaAutoResume, OnTheBatchHostTheJobIsRequeuedAndResumes) {
+  ASSERT_NO_FATAL_FAILURE(run_through_a_crash(1, "worker-0"));
+  EXPECT_EQ(starts_[1]["slurm_restart_count"], 1) << starts_[1].dump();
+  EXPECT_EQ(starts_[1]["auto_resume_count"], 1) << starts_[1].dump();
+  auto st = status(job_);
+  EXPECT_EQ(st["Mode"], "Requeue") << st.dump();
+  EXPECT_EQ(st["ResumeCount"], 1) << st.dump();
+}
+
+// A two-node job running the trainer on its second node: the step is re-run in place, in
+// the same job, with no requeue.
+TEST_F(LlamaAutoResume, OnAnotherNodeTheStepIsReRunInPlace) {
+  ASSERT_NO_FATAL_FAILURE(run_through_a_crash(2, "worker-1"));
+  EXPECT_EQ(starts_[1]["slurm_restart_count"], 0) << starts_[1].dump();
+  EXPECT_EQ(starts_[1]["auto_resume_count"], 1) << starts_[1].dump();
+  EXPECT_NE(starts_[1]["auto_resume_reason"].get<std::string>().find("worker-1"), std::string::npos)
+      << starts_[1].dump();
+  auto st = status(job_);
+  EXPECT_EQ(st["Mode"], "Expand") << st.dump();
+  EXPECT_EQ(st["ResumeCount"], 1) << st.dump();
+}
+
+}  // namespace
+}  // namespace endure::test
