@@ -25,6 +25,12 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// Says what failed (for the caller to stop); true when s succeeded.
+bool ok(const Status& s) {
+  if (!s) std::fprintf(stderr, "%s\n", s.error().message.c_str());
+  return s.ok();
+}
+
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -84,7 +90,7 @@ int main(int argc, char** argv) {
     };
 
     auto dir = root / ("engine-" + std::to_string(mib));
-    fs::remove_tree(dir);
+    (void)fs::remove_tree(dir);  // a leftover of an earlier run, if any
     ckpt::Options o;
     o.dir = dir;
     // Retention off: its deletions come after the commit and are not persisting (here they
@@ -98,22 +104,18 @@ int main(int argc, char** argv) {
     // A first save touches the staging memory; training saves again and again. Then five
     // timed saves, each right after a memcpy, and the medians: this machine's memory
     // bandwidth wanders by 2x between seconds, so the stall is judged by each pair's ratio.
-    (*c)->save(1, buffers);
-    (*c)->wait();
+    if (!ok((*c)->save(1, buffers)) || !ok((*c)->wait())) return 1;
     std::vector<double> memcpys, stalls, persists, stall_ratios;
     constexpr int64_t kLast = 6;
     for (int64_t step = 2; step <= kLast; ++step) {
       memcpys.push_back(time_memcpy());
       auto t0 = Clock::now();
-      (*c)->save(step, buffers);
+      if (!ok((*c)->save(step, buffers))) return 1;
       stalls.push_back(seconds_since(t0));
       stall_ratios.push_back(stalls.back() / memcpys.back());
       Status w = (*c)->wait();
       persists.push_back(seconds_since(t0));
-      if (!w) {
-        std::fprintf(stderr, "%s\n", w.error().message.c_str());
-        return 1;
-      }
+      if (!ok(w)) return 1;
     }
     // Restore into model memory that exists already, as a resuming trainer has it, against
     // a sequential read of the same shard. The first read after the writes just made runs
@@ -160,7 +162,7 @@ int main(int argc, char** argv) {
     }
     double naive_s = seconds_since(t0);
     std::filesystem::remove(naive_path);
-    fs::remove_tree(dir);
+    if (!ok(fs::remove_tree(dir))) return 1;
     std::printf(
         "{\"mib\": %zu, \"memcpy_s\": %.6f, \"stall_s\": %.6f, \"stall_vs_memcpy\": %.4f, \"persist_s\": %.6f, "
         "\"restore_s\": %.6f, \"read_s\": %.6f, \"naive_s\": %.6f}\n",

@@ -12,7 +12,7 @@ namespace endure::cli {
 // Exit statuses, the same for every verb.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;  // the call failed: server error, unreachable, timeout
-using endure::kExitUsage;  // bad input; no request was sent
+using endure::kExitUsage;              // bad input; no request was sent
 
 // Options that come before (or, through fallthrough, after) the verb.
 struct GlobalOptions {

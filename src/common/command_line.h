@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -31,7 +30,8 @@ inline std::optional<int> parse_command_line(CLI::App& app, int argc, char** arg
                  ? "a " + noun + " is required"
                  : "unknown " + noun + " '" + rest.front() + "'";
     }
-    for (const CLI::App* sub : app.get_subcommands()) hint = program + " " + sub->get_name() + " --help";
+    for (const CLI::App* sub : app.get_subcommands())
+      hint = program + " " + sub->get_name() + " --help";
     std::fprintf(stderr, "%s: error: %s (see '%s')\n", program.c_str(), what.c_str(), hint.c_str());
     return kExitUsage;
   }

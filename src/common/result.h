@@ -16,7 +16,7 @@ struct Error {
 };
 
 template <class T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}
   Result(Error error) : v_(std::move(error)) {}
@@ -35,8 +35,9 @@ class Result {
   std::variant<T, Error> v_;
 };
 
-// Result<void>: success or an Error.
-class Status {
+// Result<void>: success or an Error. Both are [[nodiscard]]: an error is handled or passed
+// on, never dropped; a call whose failure really does not matter says so with (void).
+class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(Error error) : error_(std::move(error)) {}

@@ -36,7 +36,7 @@ bool has_stale_steps(const store::ClusterRow& cluster, const slurm::SlurmClient&
   auto steps = client.steps_on(job_id, nodes);
   if (!steps || steps->empty()) return false;
   for (const auto& step : *steps) {
-    client.cancel_job_step(step);
+    (void)log::ok(client.cancel_job_step(step), cluster.name + ": cancel step " + step);
     log::info("{}: job {}: step {} of the failed run is still listed on {}", cluster.name, job_id,
               step, slurm::join_hostlist(nodes));
   }
@@ -61,11 +61,17 @@ AutoResumeManager::AutoResumeManager(store::Store& store, const Config& config,
                                      HealthMonitor& health)
     : store_(store), config_(config), health_(health) {}
 
-void AutoResumeManager::event(const store::ClusterRow& cluster, const store::AutoResumeRow& row,
-                              const std::string& type, const std::string& text) {
+Status AutoResumeManager::record(const store::ClusterRow& cluster, const store::AutoResumeRow& row,
+                                 const std::string& type, const std::string& text) {
   std::string description = "job " + std::to_string(row.job_id) + ": " + text;
-  store_.append_event({0, cluster.id, 0, "Job", "", "", "", type, description});
-  log::info("{}: {}: {}", cluster.name, type, description);
+  Status s = store_.transaction([&]() -> Status {
+    if (auto put = store_.put_auto_resume(row); !put) return put;
+    auto ev = store_.append_event({0, cluster.id, 0, "Job", "", "", "", type, description});
+    return ev ? Status{} : Status(ev.error());
+  });
+  if (log::ok(s, cluster.name + ": " + type))
+    log::info("{}: {}: {}", cluster.name, type, description);
+  return s;
 }
 
 StepNode AutoResumeManager::step_node(const store::ClusterRow& cluster,
@@ -152,8 +158,7 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
                       " resumes (AutoResumeMaxResumes)";
     r.state = "Failed";
     r.message = "resume bound reached";
-    store_.put_auto_resume(r);
-    event(cluster, r, "AutoResumeExhausted", judgement.reason);
+    (void)record(cluster, r, "AutoResumeExhausted", judgement.reason);
     return reply;
   }
   r.resumes += 1;
@@ -164,10 +169,13 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
   r.fault_time = failed_at;
   r.ready_time = 0;
   r.message = "waiting for " + slurm::join_hostlist(judgement.faulty) + " to be back in service";
-  if (auto s = store_.put_auto_resume(r); !s) return s.error();
-  event(cluster, r, "AutoResumeRequested",
-        "step failed on a node fault (" + judgement.reason + "); resume " +
-            std::to_string(r.resumes) + " of " + std::to_string(config_.auto_resume_max_resumes));
+  if (auto s = record(cluster, r, "AutoResumeRequested",
+                      "step failed on a node fault (" + judgement.reason + "); resume " +
+                          std::to_string(r.resumes) + " of " +
+                          std::to_string(config_.auto_resume_max_resumes));
+      !s) {
+    return s.error();
+  }
   reply["Resume"] = true;
   reply["ResumeCount"] = r.resumes;
   return reply;
@@ -203,11 +211,11 @@ void AutoResumeManager::node_lost(const store::ClusterRow& cluster, const std::s
     if (!job.requeue || r.resumes >= config_.auto_resume_max_resumes) {
       std::string why = !job.requeue ? "the job may not be requeued (--no-requeue)"
                                      : "the job has used its resumes";
-      slurm.client->cancel_job(job.id, why);
+      (void)log::ok(slurm.client->cancel_job(job.id, why),
+                    cluster.name + ": cancel job " + std::to_string(job.id));
       r.state = "Failed";
       r.message = "batch host " + node + " lost; " + why + ": cancelled";
-      store_.put_auto_resume(r);
-      event(cluster, r, "AutoResumeExhausted", r.message);
+      (void)record(cluster, r, "AutoResumeExhausted", r.message);
       continue;
     }
     r.resumes += 1;
@@ -227,10 +235,10 @@ void AutoResumeManager::node_lost(const store::ClusterRow& cluster, const std::s
       log::warn("{}: {}", cluster.name, requeued.error().message);
       r.message = "batch host " + node + " lost: requeue failed: " + requeued.error().message;
     }
-    store_.put_auto_resume(r);
-    event(cluster, r, "AutoResumeRequested",
-          "batch host " + node + " lost (" + reason + "): job requeued; resume " +
-              std::to_string(r.resumes) + " of " + std::to_string(config_.auto_resume_max_resumes));
+    (void)record(cluster, r, "AutoResumeRequested",
+                 "batch host " + node + " lost (" + reason + "): job requeued; resume " +
+                     std::to_string(r.resumes) + " of " +
+                     std::to_string(config_.auto_resume_max_resumes));
   }
 }
 
@@ -239,11 +247,10 @@ void AutoResumeManager::finish(const store::ClusterRow& cluster, store::AutoResu
   row.state = state;
   row.message = message;
   if (state == "Ready") row.ready_time = ids::now_seconds();
-  store_.put_auto_resume(row);
-  event(cluster, row, state == "Ready" ? "AutoResumeReady" : "AutoResumeFailed",
-        state == "Ready" ? message + fmt::format(" ({:.1f} s after the failure)",
-                                                 row.ready_time - row.fault_time)
-                         : message);
+  (void)record(cluster, row, state == "Ready" ? "AutoResumeReady" : "AutoResumeFailed",
+               state == "Ready" ? message + fmt::format(" ({:.1f} s after the failure)",
+                                                        row.ready_time - row.fault_time)
+                                : message);
 }
 
 void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmView& slurm) {
@@ -274,7 +281,8 @@ void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmV
         finish(cluster, row, "Ready", "requeued job runs again");
       } else if (job->state == "PENDING") {
         // Slurm holds a requeued job back for two minutes; there is no reason to wait.
-        slurm.client->start_job_now(job->id);
+        (void)log::ok(slurm.client->start_job_now(job->id),
+                      cluster.name + ": start job " + std::to_string(job->id));
       }
       continue;
     }

@@ -53,8 +53,9 @@ class AutoResumeManager {
  private:
   StepNode step_node(const store::ClusterRow& cluster,
                      const std::vector<store::InstanceRow>& instances, const std::string& name);
-  void event(const store::ClusterRow& cluster, const store::AutoResumeRow& row,
-             const std::string& type, const std::string& text);
+  // Stores the job's record and its event in one transaction, and logs them.
+  Status record(const store::ClusterRow& cluster, const store::AutoResumeRow& row,
+                const std::string& type, const std::string& text);
   void finish(const store::ClusterRow& cluster, store::AutoResumeRow row, const std::string& state,
               const std::string& message);
 

@@ -160,7 +160,7 @@ Result<json> ClusterService::create_cluster(const json& request) {
   });
   if (!created) {
     // A claimed index goes back with the folder claiming it; nothing else was made.
-    if (row.index > 0) provider_.remove_cluster(row.id);
+    if (row.index > 0) (void)log::ok(provider_.remove_cluster(row.id), "release " + row.id);
     return created.error();
   }
   crash_point("create.after_commit");
@@ -591,28 +591,36 @@ Result<json> ClusterService::start_health_check(const json& request) {
   });
   if (auto s = client.create_maintenance_reservation(reservation, names); !s) return s.error();
   json nodes = json::array();
-  for (size_t i = 0; i < chosen.size(); ++i) {
-    // Each node sends to the next one in a ring: every link is measured once.
-    const auto* peer = chosen.size() > 1 ? layout.find(chosen[(i + 1) % chosen.size()].node_name)
-                                         : nullptr;
-    const auto* self = layout.find(chosen[i].node_name);
-    json order = {{"Id", check_id},
-                  {"Reservation", reservation},
-                  {"Address", self->address},
-                  {"Port", api::kDeepCheckNetworkPort},
-                  {"Started", ids::now_seconds()}};
-    if (peer) order["Peer"] = peer->address;
-    store_.mutate_instance(chosen[i].instance_id, [&](store::InstanceRow& r) -> Status {
-      r.status = "DeepHealthCheckInProgress";
-      r.message = "deep health check " + check_id;
-      r.deep_check = order;
-      r.deep_result = nullptr;
-      return {};
-    });
-    store_.append_event({0, cluster->id, 0, "Instance", chosen[i].group, chosen[i].instance_id,
-                         chosen[i].node_name, "DeepHealthCheckStarted",
-                         check_id + (peer ? ": network test to " + peer->node_name : "")});
-    nodes.push_back(chosen[i].node_name);
+  // Every node's order and event at once: a check starts on all its nodes or on none.
+  Status started = store_.transaction([&]() -> Status {
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      // Each node sends to the next one in a ring: every link is measured once.
+      const auto* peer =
+          chosen.size() > 1 ? layout.find(chosen[(i + 1) % chosen.size()].node_name) : nullptr;
+      const auto* self = layout.find(chosen[i].node_name);
+      json order = {{"Id", check_id},
+                    {"Reservation", reservation},
+                    {"Address", self->address},
+                    {"Port", api::kDeepCheckNetworkPort},
+                    {"Started", ids::now_seconds()}};
+      if (peer) order["Peer"] = peer->address;
+      auto text = check_id + (peer ? ": network test to " + peer->node_name : "");
+      Status s = store_.transition(chosen[i].instance_id,
+                                   [&](store::InstanceRow& r) {
+                                     r.status = "DeepHealthCheckInProgress";
+                                     r.message = "deep health check " + check_id;
+                                     r.deep_check = order;
+                                     r.deep_result = nullptr;
+                                   },
+                                   {{"DeepHealthCheckStarted", text}});
+      if (!s) return s;
+      nodes.push_back(chosen[i].node_name);
+    }
+    return {};
+  });
+  if (!started) {
+    (void)log::ok(client.delete_reservation(reservation), cluster->name + ": " + reservation);
+    return started.error();
   }
   wake_();
   return json{{"HealthCheckId", check_id}, {"Reservation", reservation}, {"Nodes", nodes}};
@@ -668,8 +676,10 @@ Result<json> ClusterService::inject_fault(const json& request) {
         "Kind: must be one of crash, hang, xid, ecc, disk-full, slurmd-kill, fsx-hang");
   }
   if (!s) return s.error();
-  store_.append_event({0, c, 0, "Instance", node->group, id, node->node_name, "FaultInjected",
-                       *kind + ": " + what});
+  // The fault is made: its record failing is logged, not the drill.
+  (void)log::ok(
+      store_.transition(id, [](store::InstanceRow&) {}, {{"FaultInjected", *kind + ": " + what}}),
+      node->node_name + ": record the fault");
   return json{{"NodeName", node->node_name}, {"InstanceId", id}, {"Kind", *kind},
               {"Description", what}};
 }

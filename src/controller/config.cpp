@@ -1,53 +1,90 @@
 #include "controller/config.h"
 
+#include <fmt/format.h>
+
 #include "api/wire.h"
 
 namespace endure::controller {
 
+const std::vector<Setting>& settings() {
+  using C = Config;
+  static const std::vector<Setting> table = {
+      {"Port", &C::port, api::kDefaultPort, 1, 65535,
+       "HTTP port on 127.0.0.1 (two controllers on one host need two homes and two ports)"},
+      {"ReconcileSeconds", &C::reconcile_seconds, 1, 0, 60,
+       "how often the reconcile loop runs when nothing wakes it"},
+      {"HeartbeatSeconds", &C::heartbeat_seconds, 1, 0, 60, "agents heartbeat this often"},
+      {"HeartbeatTimeoutSeconds", &C::heartbeat_timeout_seconds, 5, 0, 60,
+       "a node silent this long while its processes exist is hung"},
+      {"HealthCheckSeconds", &C::health_check_seconds, 2, 0, 60,
+       "agents run their continuous health checks this often (a fault shows in a heartbeat at "
+       "most this long after it happened)"},
+      {"LifecycleTimeoutSeconds", &C::lifecycle_timeout_seconds, 900, 1, 1e9,
+       "a lifecycle script running longer than this fails its instance"},
+      {"SlurmRegisterTimeoutSeconds", &C::slurm_register_timeout_seconds, 120, 1, 1e9,
+       "a node whose lifecycle succeeded but whose slurmd has not registered after this long "
+       "fails"},
+      {"RebootTimeoutSeconds", &C::reboot_timeout_seconds, 120, 1, 1e9,
+       "a rebooted node not back in service after this long is replaced"},
+      {"DeepHealthCheckTimeoutSeconds", &C::deep_check_timeout_seconds, 180, 1, 1e9,
+       "a deep health check whose node has not reported after this long has failed"},
+      {"AutoResumeMaxResumes", &C::auto_resume_max_resumes, 3, 0, 100,
+       "re-runs of a job's steps granted at most (srun --auto-resume=1)"},
+      {"AutoResumeTimeoutSeconds", &C::auto_resume_timeout_seconds, 900, 1, 1e9,
+       "a job whose faulty nodes are not back in service after this long is not resumed"},
+  };
+  return table;
+}
+
+Config::Config() {
+  for (const auto& s : settings()) {
+    std::visit([&](auto member) { this->*member = s.default_value; }, s.field);
+  }
+}
+
+namespace {
+
+Status set(Config& c, const Setting& s, const json& value) {
+  auto bad = [&](const std::string& rule) {
+    return Status(
+        make_error(api::kValidationException, fmt::format("config.json: {}: {}", s.name, rule)));
+  };
+  if (std::holds_alternative<int Config::*>(s.field)) {
+    // Judged as 64-bit first: get<int>() would wrap a larger integer into range.
+    if (!value.is_number_integer() || value.get<long long>() < s.min ||
+        value.get<long long>() > s.max) {
+      return bad(fmt::format("must be an integer from {:g} to {:g}", s.min, s.max));
+    }
+    c.*std::get<int Config::*>(s.field) = value.get<int>();
+    return {};
+  }
+  if (!value.is_number() || !(value.get<double>() > s.min) || value.get<double>() > s.max) {
+    return bad(
+        fmt::format("must be a number of seconds above {:g} and at most {:g}", s.min, s.max));
+  }
+  c.*std::get<double Config::*>(s.field) = value.get<double>();
+  return {};
+}
+
+}  // namespace
+
 Status Config::apply_json(const json& j) {
   if (!j.is_object()) return make_error(api::kValidationException, "config.json: must be an object");
+  Config next = *this;  // applied whole or not at all
   for (const auto& [key, value] : j.items()) {
-    auto bad = [&](const char* rule) {
-      return Status(make_error(api::kValidationException, "config.json:" + key + ": " + rule));
-    };
-    // Integers are judged as 64-bit first: get<int>() would wrap a larger one into range.
-    auto int_in = [&](long long lo, long long hi) {
-      return value.is_number_integer() && value.get<long long>() >= lo && value.get<long long>() <= hi;
-    };
-    if (key == "Port") {
-      if (!int_in(1, 65535)) {
-        return bad("must be an integer from 1 to 65535");
-      }
-      port = value.get<int>();
-    } else if (key == "ReconcileSeconds" || key == "HeartbeatSeconds" ||
-               key == "HeartbeatTimeoutSeconds") {
-      if (!value.is_number() || value.get<double>() <= 0 || value.get<double>() > 60) {
-        return bad("must be a number of seconds above 0 and at most 60");
-      }
-      (key == "ReconcileSeconds"   ? reconcile_seconds
-       : key == "HeartbeatSeconds" ? heartbeat_seconds
-                                   : heartbeat_timeout_seconds) = value.get<double>();
-    } else if (key == "LifecycleTimeoutSeconds" || key == "SlurmRegisterTimeoutSeconds" ||
-               key == "RebootTimeoutSeconds" || key == "AutoResumeTimeoutSeconds") {
-      if (!int_in(1, 1000000000)) {
-        return bad("must be a positive integer");
-      }
-      (key == "LifecycleTimeoutSeconds"       ? lifecycle_timeout_seconds
-       : key == "SlurmRegisterTimeoutSeconds" ? slurm_register_timeout_seconds
-       : key == "RebootTimeoutSeconds"        ? reboot_timeout_seconds
-                                              : auto_resume_timeout_seconds) = value.get<int>();
-    } else if (key == "AutoResumeMaxResumes") {
-      if (!int_in(0, 100)) {
-        return bad("must be an integer from 0 to 100");
-      }
-      auto_resume_max_resumes = value.get<int>();
-    } else {
-      return bad("is not a known setting (Port, ReconcileSeconds, HeartbeatSeconds, "
-                 "HeartbeatTimeoutSeconds, LifecycleTimeoutSeconds, "
-                 "SlurmRegisterTimeoutSeconds, RebootTimeoutSeconds, "
-                 "AutoResumeMaxResumes, AutoResumeTimeoutSeconds)");
+    const Setting* found = nullptr;
+    std::string known;
+    for (const auto& s : settings()) {
+      if (key == s.name) found = &s;
+      known += (known.empty() ? "" : ", ") + std::string(s.name);
     }
+    if (!found) {
+      return make_error(api::kValidationException,
+                        "config.json: " + key + ": is not a known setting (" + known + ")");
+    }
+    if (auto s = set(next, *found, value); !s) return s;
   }
+  *this = next;
   return {};
 }
 

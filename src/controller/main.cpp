@@ -1,5 +1,6 @@
 // endured: the controller. Runs in the foreground (a daemon manager may supervise it);
 // state, token and endpoint live under $ENDURE_HOME (default ~/.endure).
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -8,8 +9,8 @@
 #include <chrono>
 #include <thread>
 
-#include "common/fs.h"
 #include "common/command_line.h"
+#include "common/fs.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/api_server.h"
@@ -54,6 +55,11 @@ int main(int argc, char** argv) {
   app.add_option("--home", home, "state folder (default $ENDURE_HOME or ~/.endure)");
   app.add_option("--port", port, "HTTP port on 127.0.0.1 (default 7117, or config.json Port)")
       ->check(CLI::Range(1, 65535));
+  std::string footer = "Settings in $ENDURE_HOME/config.json (name: default, what it does):";
+  for (const auto& s : controller::settings()) {
+    footer += fmt::format("\n  {}: {:g}, {}", s.name, s.default_value, s.doc);
+  }
+  app.footer(footer);
   if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
   spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [endured] [%l] %v");
 
@@ -93,8 +99,9 @@ int main(int argc, char** argv) {
     log::error("{}", store.error().message);
     return 1;
   }
-  fs::make_dirs(config.clusters_dir(), 0700);
-  fs::make_dirs(config.secrets_dir(), 0700);
+  for (const auto& dir : {config.clusters_dir(), config.secrets_dir()}) {
+    if (!log::ok(fs::make_dirs(dir, 0700), "endured")) return 1;
+  }
   provider::LocalProvider provider(config.clusters_dir(), agent_path);
   controller::HealthMonitor health(config.heartbeat_timeout_seconds, ids::now_seconds);
   controller::RecoveryManager recovery(**store, provider, config, health);
@@ -105,9 +112,9 @@ int main(int argc, char** argv) {
     auto_resume.node_lost(cluster, node, reason, slurm, jobs_before);
   });
   controller::Reconciler reconciler(**store, provider, config, health, recovery, auto_resume);
-  controller::ClusterService service(**store, provider, config, health, recovery, auto_resume,
-                                     [&] { reconciler.wake(); },
-                                     [&] { return reconciler.passes(); });
+  controller::ClusterService service(
+      **store, provider, config, health, recovery, auto_resume, [&] { reconciler.wake(); },
+      [&] { return reconciler.passes(); });
   controller::ApiServer server(service, *token);
 
   signal(SIGPIPE, SIG_IGN);
@@ -118,7 +125,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   // Written after the port is bound, so a reader that finds it can connect.
-  fs::atomic_write_file(config.endpoint_path(), config.endpoint() + "\n", 0644);
+  if (!log::ok(fs::atomic_write_file(config.endpoint_path(), config.endpoint() + "\n", 0644),
+               "endured")) {
+    server.stop();
+    return 1;
+  }
   log::info("serving {} with state in {}", config.endpoint(), config.home.string());
   reconciler.start();
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));

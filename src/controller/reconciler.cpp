@@ -11,6 +11,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/recovery_policy.h"
+#include "controller/transition.h"
 #include "slurm/slurm_client.h"
 #include "slurm/slurm_conf.h"
 #include "spec/cluster_spec.h"
@@ -121,17 +122,21 @@ void Reconciler::reconcile_all() {
   passes_ += 1;
 }
 
-void Reconciler::event(const store::ClusterRow& cluster, const std::string& type,
-                       const std::string& description) {
-  store_.append_event({0, cluster.id, 0, "Cluster", "", "", "", type, description});
+Status Reconciler::cluster_transition(const store::ClusterRow& cluster,
+                                      const std::function<void(store::ClusterRow&)>& change,
+                                      const std::string& type, const std::string& description) {
+  Status s = store_.transaction([&]() -> Status {
+    Status changed = store_.mutate_cluster(cluster.id, [&](store::ClusterRow& c) -> Status {
+      change(c);
+      return {};
+    });
+    if (!changed) return changed;
+    auto ev = store_.append_event({0, cluster.id, 0, "Cluster", "", "", "", type, description});
+    return ev ? Status{} : Status(ev.error());
+  });
+  if (!log::ok(s, cluster.name + ": " + type)) return s;
   log::info("{}: {}: {}", cluster.name, type, description);
-}
-
-void Reconciler::instance_event(const store::InstanceRow& r, const std::string& type,
-                                const std::string& description) {
-  store_.append_event(
-      {0, r.cluster_id, 0, "Instance", r.group, r.instance_id, r.node_name, type, description});
-  log::info("{} {}: {}: {}", r.node_name, r.instance_id, type, description);
+  return s;
 }
 
 void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
@@ -206,14 +211,14 @@ void Reconciler::retire_instance(const store::InstanceRow& row, const std::strin
     log::error("{}: {}", row.instance_id, s.error().message);
     return;  // try again next pass; the row stays live so nothing is orphaned
   }
-  store_.mutate_instance(row.instance_id, [&](store::InstanceRow& r) -> Status {
-    r.status = status;
-    r.message = message;
-    r.pid = 0;
-    r.terminated_at = ids::now_seconds();
-    return {};
-  });
-  instance_event(row, status == "Failure" ? "InstanceFailed" : "InstanceTerminated", message);
+  (void)transition(store_, row,
+                   {{status == "Failure" ? "InstanceFailed" : "InstanceTerminated", message}},
+                   [&](store::InstanceRow& r) {
+                     r.status = status;
+                     r.message = message;
+                     r.pid = 0;
+                     r.terminated_at = ids::now_seconds();
+                   });
 }
 
 void Reconciler::remove_extra_instances(const store::ClusterRow& cluster,
@@ -221,13 +226,13 @@ void Reconciler::remove_extra_instances(const store::ClusterRow& cluster,
   auto rows = store_.instances(cluster.id, false);
   for (const auto& r : rows) {
     if (!is_live(r) || layout.find(r.node_name)) continue;
-    if (r.status != "ShuttingDown") {
-      store_.mutate_instance(r.instance_id, [](store::InstanceRow& x) -> Status {
-        x.status = "ShuttingDown";
-        x.message = "";
-        return {};
-      });
-      instance_event(r, "InstanceShuttingDown", "slot left the spec (scale down)");
+    if (r.status != "ShuttingDown" &&
+        !transition(store_, r, {{"InstanceShuttingDown", "slot left the spec (scale down)"}},
+                    [](store::InstanceRow& x) {
+                      x.status = "ShuttingDown";
+                      x.message = "";
+                    })) {
+      continue;
     }
     retire_instance(r, "Terminated", "terminated by scale down", false);
   }
@@ -240,8 +245,8 @@ void Reconciler::remove_extra_instances(const store::ClusterRow& cluster,
     if (it != by_id.end() && is_live(*it->second)) continue;
     bool failed = it != by_id.end() && it->second->status == "Failure";
     if (provider_.running(cluster.id, id)) log::warn("{}: terminating orphan instance {}", cluster.name, id);
-    if (failed) provider_.terminate(cluster.id, id);
-    else provider_.destroy(cluster.id, id);
+    (void)log::ok(failed ? provider_.terminate(cluster.id, id) : provider_.destroy(cluster.id, id),
+                  cluster.name + ": remove orphan instance " + id);
   }
 }
 
@@ -317,11 +322,9 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
     if (provider_.running(cluster.id, r.instance_id)) {
       if (r.pid == 0) {  // launched by a controller that died before recording it
         int pid = provider_.pid(cluster.id, r.instance_id);
-        store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
-          x.pid = pid;
-          return {};
-        });
-        instance_event(r, "InstanceAdopted", "found running after a controller restart");
+        (void)transition(store_, r,
+                         {{"InstanceAdopted", "found running after a controller restart"}},
+                         [&](store::InstanceRow& x) { x.pid = pid; });
       }
       continue;
     }
@@ -387,7 +390,10 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
     request.secret_files = {{agent::kAgentConfigPath, agent_config.to_json().dump(2)},
                             {agent::kMungeKeyPath, **key}};
     // A fresh boot: nothing of an earlier, unrecorded attempt may survive.
-    provider_.destroy(cluster.id, r.instance_id);
+    if (!log::ok(provider_.destroy(cluster.id, r.instance_id),
+                 r.node_name + ": clear an earlier attempt")) {
+      continue;
+    }
     crash_point("launch.before");
     auto pid = provider_.launch(request);
     crash_point("launch.before_record");
@@ -396,11 +402,8 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
       retire_instance(r, "Failure", "launch failed: " + pid.error().message, true);
       continue;
     }
-    store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
-      x.pid = *pid;
-      return {};
-    });
-    instance_event(r, "InstanceLaunched", "host pid " + std::to_string(*pid));
+    (void)transition(store_, r, {{"InstanceLaunched", "host pid " + std::to_string(*pid)}},
+                     [&](store::InstanceRow& x) { x.pid = *pid; });
   }
 }
 
@@ -412,13 +415,18 @@ void Reconciler::push_slurm_conf(const store::ClusterRow& cluster,
   if (hash == cluster.applied_conf_hash) return;
   auto rows = store_.instances(cluster.id, true);
   const store::InstanceRow* controller = nullptr;
+  bool written = true;
   for (const auto& r : rows) {
     if (!provider_.running(cluster.id, r.instance_id)) continue;
-    provider_.write_file(cluster.id, r.instance_id, "/etc/slurm/slurm.conf", conf);
-    provider_.write_file(cluster.id, r.instance_id, "/etc/hosts", hosts);
+    const std::string what = r.node_name + ": write the cluster's files";
+    written &= log::ok(
+        provider_.write_file(cluster.id, r.instance_id, "/etc/slurm/slurm.conf", conf), what);
+    written &= log::ok(provider_.write_file(cluster.id, r.instance_id, "/etc/hosts", hosts), what);
     if (r.node_name == layout.controller_node && r.status == "Running") controller = &r;
   }
-  if (!controller) return;  // the controller's lifecycle starts slurmctld on this conf
+  // Not applied until every node has the files (tried again next pass); the controller's
+  // lifecycle starts slurmctld on this conf.
+  if (!written || !controller) return;
   slurm::SlurmClient client([&](const std::vector<std::string>& argv, std::chrono::milliseconds t) {
     return provider_.exec(cluster.id, controller->instance_id, argv, t);
   });
@@ -439,13 +447,10 @@ void Reconciler::push_slurm_conf(const store::ClusterRow& cluster,
     log::warn("{}: {}", cluster.name, s.error().message);
     return;
   }
-  store_.mutate_cluster(cluster.id, [&](store::ClusterRow& c) -> Status {
-    c.applied_conf_hash = hash;
-    return {};
-  });
-  event(cluster, "SlurmConfigApplied",
-        std::string(restart ? "slurmctld restarted on" : "reconfigured to") + " a slurm.conf of " +
-            std::to_string(wanted_names.size()) + " nodes");
+  (void)cluster_transition(
+      cluster, [&](store::ClusterRow& c) { c.applied_conf_hash = hash; }, "SlurmConfigApplied",
+      std::string(restart ? "slurmctld restarted on" : "reconfigured to") + " a slurm.conf of " +
+          std::to_string(wanted_names.size()) + " nodes");
 }
 
 void Reconciler::advance_pending(const store::ClusterRow& cluster,
@@ -467,12 +472,10 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
                             : "not back in service " +
                                   std::to_string(config_.reboot_timeout_seconds) +
                                   " s after the reboot";
-      instance_event(r, "RebootFailed", why);
-      store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
+      (void)transition(store_, r, {{"RebootFailed", why}}, [&](store::InstanceRow& x) {
         x.recovery = "Replace";
         x.recovery_reason = "reboot-failed: " + why;
         x.recovery_stage = "Requested";
-        return {};
       });
       continue;
     }
@@ -522,34 +525,36 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
     if (ready) {
       crash_point("running.before_record");
       bool recovered = !r.recovery.empty() || !r.replaces.empty();
-      store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
+      std::string how = rebooting ? "rebooted" : (r.replaces.empty() ? "" : "replaced");
+      auto event =
+          recovered
+              ? std::pair<std::string,
+                          std::string>{"NodeReturnedToService",
+                                       fmt::format(
+                                           "{}, back in service {:.1f} s after the fault was found",
+                                           how,
+                                           now - (r.recovery_since > 0 ? r.recovery_since
+                                                                       : r.launch_time))}
+              : std::pair<std::string, std::string>{
+                    "InstanceRunning",
+                    fmt::format("in service {:.1f} s after launch", now - r.launch_time)};
+      Status s = transition(store_, r, {event}, [&](store::InstanceRow& x) {
         x.status = "Running";
         x.message = "";
         x.health = "Healthy";
         x.recovery = "";
         x.recovery_stage = "";
         x.recovery_since = now;  // watched from here on
-        return {};
       });
-      std::string how = rebooting ? "rebooted" : (r.replaces.empty() ? "" : "replaced");
-      if (recovered) {
-        instance_event(r, "NodeReturnedToService",
-                       fmt::format("{}, back in service {:.1f} s after the fault was found", how,
-                                   now - (r.recovery_since > 0 ? r.recovery_since : r.launch_time)));
-        wake();  // jobs waiting to resume on this node are grown back in the next pass
-      } else {
-        instance_event(r, "InstanceRunning",
-                       fmt::format("in service {:.1f} s after launch", now - r.launch_time));
-      }
+      // Jobs waiting to resume on this node are grown back in the next pass.
+      if (s && recovered) wake();
     } else if (!rebooting && now - r.launch_time > config_.lifecycle_timeout_seconds +
                                                        config_.slurm_register_timeout_seconds) {
       retire_instance(r, "Failure", "lifecycle succeeded but timed out waiting for " + waiting_for,
                       true);
     } else if (!rebooting && r.message != "waiting for " + waiting_for) {
-      store_.mutate_instance(r.instance_id, [&](store::InstanceRow& x) -> Status {
-        x.message = "waiting for " + waiting_for;
-        return {};
-      });
+      (void)transition(store_, r, {},
+                       [&](store::InstanceRow& x) { x.message = "waiting for " + waiting_for; });
     }
   }
 }
@@ -569,50 +574,48 @@ void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
     return;  // Slurm must run the current node set first
   }
   crash_point("inservice.before_record");
-  std::string was = cluster.status;
-  store_.mutate_cluster(cluster.id, [](store::ClusterRow& c) -> Status {
-    c.status = "InService";
-    return {};
-  });
   double took = ids::now_seconds() - cluster.updated_at;
-  event(cluster, "ClusterInService",
-        fmt::format("{} instances Running; {} took {:.1f} s", rows.size(),
-                    was == "Creating" ? "CreateCluster" : "UpdateCluster", took));
+  (void)cluster_transition(
+      cluster, [](store::ClusterRow& c) { c.status = "InService"; }, "ClusterInService",
+      fmt::format("{} instances Running; {} took {:.1f} s", rows.size(),
+                  cluster.status == "Creating" ? "CreateCluster" : "UpdateCluster", took));
 }
 
 void Reconciler::fail_cluster(const store::ClusterRow& cluster, const std::string& message) {
   for (const auto& r : store_.instances(cluster.id, true)) {
     if (r.status == "Pending") retire_instance(r, "Failure", "cluster failed", true);
   }
-  store_.mutate_cluster(cluster.id, [&](store::ClusterRow& c) -> Status {
-    c.status = "Failed";
-    c.failure_message = message;
-    return {};
-  });
-  event(cluster, "ClusterFailed", message);
+  (void)cluster_transition(
+      cluster,
+      [&](store::ClusterRow& c) {
+        c.status = "Failed";
+        c.failure_message = message;
+      },
+      "ClusterFailed", message);
 }
 
 void Reconciler::delete_cluster(const store::ClusterRow& cluster) {
   for (const auto& r : store_.instances(cluster.id, true)) {
-    if (r.status != "ShuttingDown") {
-      store_.mutate_instance(r.instance_id, [](store::InstanceRow& x) -> Status {
-        x.status = "ShuttingDown";
-        return {};
-      });
+    if (r.status != "ShuttingDown" &&
+        !transition(store_, r, {}, [](store::InstanceRow& x) { x.status = "ShuttingDown"; })) {
+      continue;
     }
     retire_instance(r, "Terminated", "cluster deleted", false);
   }
-  for (const auto& id : provider_.instance_ids(cluster.id)) provider_.destroy(cluster.id, id);
+  for (const auto& id : provider_.instance_ids(cluster.id)) {
+    (void)log::ok(provider_.destroy(cluster.id, id), cluster.name + ": destroy " + id);
+  }
   if (auto s = provider_.remove_cluster(cluster.id); !s) {
     log::warn("{}: {}", cluster.name, s.error().message);
     return;
   }
-  fs::remove_tree(config_.secrets_dir() / cluster.id);
-  store_.mutate_cluster(cluster.id, [](store::ClusterRow& c) -> Status {
-    c.status = "Deleted";
-    return {};
-  });
-  event(cluster, "ClusterDeleted", "every instance terminated and its files removed");
+  if (!log::ok(fs::remove_tree(config_.secrets_dir() / cluster.id),
+               cluster.name + ": remove its secrets")) {
+    return;  // tried again next pass: a deleted cluster leaves no key behind
+  }
+  (void)cluster_transition(
+      cluster, [](store::ClusterRow& c) { c.status = "Deleted"; }, "ClusterDeleted",
+      "every instance terminated and its files removed");
 }
 
 }  // namespace endure::controller

@@ -7,19 +7,13 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/recovery_policy.h"
+#include "controller/transition.h"
 
 namespace endure::controller {
 
 RecoveryManager::RecoveryManager(store::Store& store, provider::NodeProvider& provider,
                                  const Config& config, HealthMonitor& health)
     : store_(store), provider_(provider), config_(config), health_(health) {}
-
-void RecoveryManager::event(const store::InstanceRow& r, const std::string& type,
-                            const std::string& text) {
-  store_.append_event(
-      {0, r.cluster_id, 0, "Instance", r.group, r.instance_id, r.node_name, type, text});
-  log::info("{} {}: {}: {}", r.node_name, r.instance_id, type, text);
-}
 
 bool RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
                                 const spec::ClusterLayout& layout, const SlurmView& slurm) {
@@ -68,31 +62,29 @@ void RecoveryManager::finish_deep_checks(const store::ClusterRow& cluster, const
     if (!row.deep_result.is_array()) {
       failed = "no result within " + std::to_string(config_.deep_check_timeout_seconds) + " s";
     }
-    store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+    const std::string verdict = "Unhealthy: deep-health-check: " + failed + " -> Replace";
+    auto close = [&](store::InstanceRow& x) {
       x.status = "Running";
       x.message = "";
       x.deep_check = nullptr;
       x.recovery_since = now;  // watched afresh: the burn may have delayed heartbeats
       if (!failed.empty()) {
         x.health = "Unhealthy";
-        x.last_verdict = "Unhealthy: deep-health-check: " + failed + " -> Replace";
+        x.last_verdict = verdict;
         x.recovery = "Replace";
         x.recovery_reason = "deep-health-check: " + failed;
         x.recovery_stage = "Requested";
       }
-      return {};
-    });
-    health_.forget(row.instance_id);
-    if (failed.empty()) {
-      std::string summary;
-      for (const auto& r : row.deep_result) {
-        summary += (summary.empty() ? "" : ", ") + r.value("Check", "?") + " " + r["Metrics"].dump();
-      }
-      event(row, "DeepHealthCheckPassed", summary);
-    } else {
-      event(row, "DeepHealthCheckFailed", failed);
-      event(row, "NodeUnhealthy", "Unhealthy: deep-health-check: " + failed + " -> Replace");
+    };
+    std::string summary;
+    for (const auto& r : failed.empty() ? row.deep_result : json::array()) {
+      summary += (summary.empty() ? "" : ", ") + r.value("Check", "?") + " " + r["Metrics"].dump();
     }
+    auto events = failed.empty() ? store::Store::InstanceEvents{{"DeepHealthCheckPassed", summary}}
+                                 : store::Store::InstanceEvents{{"DeepHealthCheckFailed", failed},
+                                                                {"NodeUnhealthy", verdict}};
+    if (!transition(store_, row, events, close)) continue;  // tried again next pass
+    health_.forget(row.instance_id);
     closing_reservations.insert(reservation);
   }
   for (const auto& reservation : closing_reservations) {
@@ -118,11 +110,8 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
       if (node.busy() && !node.down()) {
         std::string waiting = std::string(node.reason) + " requested: waiting for jobs to finish";
         if (row.message != waiting) {
-          store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
-            x.message = waiting;
-            return {};
-          });
-          event(row, "NodeRecoveryWaiting", waiting);
+          (void)transition(store_, row, {{"NodeRecoveryWaiting", waiting}},
+                           [&](store::InstanceRow& x) { x.message = waiting; });
         }
         return;
       }
@@ -136,10 +125,7 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
                                   watched_since);
     if (!verdict) {
       if (row.health != "Healthy") {
-        store_.mutate_instance(row.instance_id, [](store::InstanceRow& x) -> Status {
-          x.health = "Healthy";
-          return {};
-        });
+        (void)transition(store_, row, {}, [](store::InstanceRow& x) { x.health = "Healthy"; });
       }
       return;
     }
@@ -149,27 +135,28 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
   // The controller keeps Slurm's state on its local disk: it is rebooted, never replaced.
   if (is_controller) action = RecoveryAction::kReboot;
   std::string verdict_text = "Unhealthy: " + reason + " -> " + action_name(*action);
-  event(row, "NodeUnhealthy", verdict_text);
   if (spec.node_recovery == "None") {
-    if (slurm.client) slurm.client->drain(row.node_name, std::string(kDrainReasonPrefix) + " " + reason);
-    store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+    store::Store::InstanceEvents events = {{"NodeUnhealthy", verdict_text}};
+    if (slurm.client &&
+        log::ok(slurm.client->drain(row.node_name, std::string(kDrainReasonPrefix) + " " + reason),
+                row.node_name + ": drain")) {
+      events.push_back({"NodeDrained", "NodeRecovery is None: drained, no action taken"});
+    }
+    (void)transition(store_, row, events, [&](store::InstanceRow& x) {
       x.status = "Failure";
       x.message = reason;
       x.health = "Unhealthy";
       x.last_verdict = verdict_text;
-      return {};
     });
-    event(row, "NodeDrained", "NodeRecovery is None: drained, no action taken");
     return;
   }
-  store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
+  (void)transition(store_, row, {{"NodeUnhealthy", verdict_text}}, [&](store::InstanceRow& x) {
     x.health = "Unhealthy";
     x.last_verdict = verdict_text;
     x.recovery = action_name(*action);
     x.recovery_reason = reason;
     x.recovery_stage = "Requested";
     x.recovery_since = ids::now_seconds();
-    return {};
   });
 }
 
@@ -189,11 +176,12 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
   if (row.recovery == "Reboot" && stage == "Drained") return reboot(cluster, row);
   if (row.recovery != "Replace") return;
   if (stage == "Drained") {
-    Status s = transition(row, "NodeReplacing", row.recovery_reason, [&](store::InstanceRow& x) {
-      x.status = "ShuttingDown";
-      x.message = "Replacing: " + row.recovery_reason;
-      x.recovery_stage = "Terminating";
-    });
+    Status s = transition(store_, row, {{"NodeReplacing", row.recovery_reason}},
+                          [&](store::InstanceRow& x) {
+                            x.status = "ShuttingDown";
+                            x.message = "Replacing: " + row.recovery_reason;
+                            x.recovery_stage = "Terminating";
+                          });
     if (!s) return;
   }
   // Replace: the old instance goes with its local disk; the slot is filled again by the
@@ -203,14 +191,14 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
     return;  // tried again next pass
   }
   crash_point("recovery.after_terminate");
-  transition(row, "InstanceTerminated", "replaced: " + row.recovery_reason,
-             [&](store::InstanceRow& x) {
-               x.status = "Terminated";
-               x.message = "replaced: " + row.recovery_reason;
-               x.recovery_stage = "Done";
-               x.pid = 0;
-               x.terminated_at = ids::now_seconds();
-             });
+  (void)transition(store_, row, {{"InstanceTerminated", "replaced: " + row.recovery_reason}},
+                   [&](store::InstanceRow& x) {
+                     x.status = "Terminated";
+                     x.message = "replaced: " + row.recovery_reason;
+                     x.recovery_stage = "Done";
+                     x.pid = 0;
+                     x.terminated_at = ids::now_seconds();
+                   });
 }
 
 void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
@@ -224,66 +212,45 @@ void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::Cluste
     auto jobs_before = slurm.client->jobs();
     auto s = slurm.client->down_and_drain(row.node_name,
                                           std::string(kDrainReasonPrefix) + " " + row.recovery_reason);
-    if (s) drained = true;
+    if (s)
+      drained = true;
     else log::warn("{}: {}", row.node_name, s.error().message);
     // Before the stage is stored: a requeue is asked again after a crash, never lost.
     if (s && node_lost_ && jobs_before) {
-      node_lost_(cluster, row.node_name, row.last_verdict.empty() ? row.recovery_reason : row.last_verdict,
-                 slurm, *jobs_before);
+      node_lost_(cluster, row.node_name,
+                 row.last_verdict.empty() ? row.recovery_reason : row.last_verdict, slurm,
+                 *jobs_before);
     }
   }
-  auto to_drained = [](store::InstanceRow& x) { x.recovery_stage = "Drained"; };
-  if (drained) {
-    transition(row, "NodeDrained", "down and drained in Slurm: " + row.recovery_reason, to_drained);
-  } else {
-    transition(row, "", "", to_drained);
-  }
+  store::Store::InstanceEvents events;
+  if (drained)
+    events.push_back({"NodeDrained", "down and drained in Slurm: " + row.recovery_reason});
+  (void)transition(store_, row, events,
+                   [](store::InstanceRow& x) { x.recovery_stage = "Drained"; });
 }
 
 void RecoveryManager::reboot(const store::ClusterRow& cluster, const store::InstanceRow& row) {
-  Status s = transition(row, "NodeRebooting", row.recovery_reason, [&](store::InstanceRow& x) {
-    x.status = "Pending";
-    x.message = "Rebooting: " + row.recovery_reason;
-    x.lifecycle_status = "Rebooting";
-    x.reboots += 1;
-    x.recovery_stage = "Rebooting";
-    x.recovery_since = ids::now_seconds();
-  });
+  Status s =
+      transition(store_, row, {{"NodeRebooting", row.recovery_reason}}, [&](store::InstanceRow& x) {
+        x.status = "Pending";
+        x.message = "Rebooting: " + row.recovery_reason;
+        x.lifecycle_status = "Rebooting";
+        x.reboots += 1;
+        x.recovery_stage = "Rebooting";
+        x.recovery_since = ids::now_seconds();
+      });
   if (!s) return;
   auto pid = provider_.reboot(cluster.id, row.instance_id);
   if (pid) {
-    store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
-      x.pid = *pid;
-      return {};
-    });
+    (void)transition(store_, row, {}, [&](store::InstanceRow& x) { x.pid = *pid; });
     return;
   }
-  transition(row, "RebootFailed", pid.error().message, [&](store::InstanceRow& x) {
-    x.recovery = "Replace";
-    x.recovery_reason = "reboot-failed: " + pid.error().message;
-    x.recovery_stage = "Requested";
-  });
-}
-
-Status RecoveryManager::transition(const store::InstanceRow& row, const std::string& type,
-                                   const std::string& text,
-                                   const std::function<void(store::InstanceRow&)>& change) {
-  Status s = store_.transaction([&]() -> Status {
-    Status changed = store_.mutate_instance(row.instance_id, [&](store::InstanceRow& x) -> Status {
-      change(x);
-      return {};
-    });
-    if (!changed || type.empty()) return changed;
-    auto ev = store_.append_event(
-        {0, row.cluster_id, 0, "Instance", row.group, row.instance_id, row.node_name, type, text});
-    return ev ? Status{} : Status(ev.error());
-  });
-  if (!s) {
-    log::error("{} {}: {}", row.node_name, row.instance_id, s.error().message);
-  } else if (!type.empty()) {
-    log::info("{} {}: {}: {}", row.node_name, row.instance_id, type, text);
-  }
-  return s;
+  (void)transition(store_, row, {{"RebootFailed", pid.error().message}},
+                   [&](store::InstanceRow& x) {
+                     x.recovery = "Replace";
+                     x.recovery_reason = "reboot-failed: " + pid.error().message;
+                     x.recovery_stage = "Requested";
+                   });
 }
 
 Status RecoveryManager::request(const store::ClusterRow& cluster,
@@ -310,16 +277,15 @@ Status RecoveryManager::request(const store::ClusterRow& cluster,
                                                    (action == RecoveryAction::kReboot ? "rebooted"
                                                                                       : "replaced"));
   }
-  Status s = store_.mutate_instance(instance_id, [&](store::InstanceRow& x) -> Status {
-    x.recovery = action_name(action);
-    x.recovery_reason = reason;
-    x.recovery_stage = "Requested";
-    x.recovery_since = ids::now_seconds();
-    x.last_verdict = "requested: " + reason + " -> " + action_name(action);
-    return {};
-  });
-  if (s) event(*row, "NodeRecoveryRequested", reason + " -> " + action_name(action));
-  return s;
+  return transition(store_, *row,
+                    {{"NodeRecoveryRequested", reason + " -> " + action_name(action)}},
+                    [&](store::InstanceRow& x) {
+                      x.recovery = action_name(action);
+                      x.recovery_reason = reason;
+                      x.recovery_stage = "Requested";
+                      x.recovery_since = ids::now_seconds();
+                      x.last_verdict = "requested: " + reason + " -> " + action_name(action);
+                    });
 }
 
 }  // namespace endure::controller

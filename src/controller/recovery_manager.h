@@ -57,13 +57,9 @@ class RecoveryManager {
   void drain(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
              const store::InstanceRow& row, const SlurmView& slurm);
   void reboot(const store::ClusterRow& cluster, const store::InstanceRow& row);
-  // Changes the row and appends its event (none when type is empty) in one transaction.
-  Status transition(const store::InstanceRow& row, const std::string& type,
-                    const std::string& text, const std::function<void(store::InstanceRow&)>& change);
   // Closes deep health checks whose nodes reported (or ran out of time): passed nodes go
   // back to Running, failed ones to recovery; the reservation goes with the last node.
   void finish_deep_checks(const store::ClusterRow& cluster, const SlurmView& slurm);
-  void event(const store::InstanceRow& row, const std::string& type, const std::string& text);
 
   store::Store& store_;
   provider::NodeProvider& provider_;

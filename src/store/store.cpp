@@ -259,12 +259,13 @@ Status Store::transaction(const std::function<Status()>& fn) {
   ++tx_depth_;
   Status result = fn();
   --tx_depth_;
+  // A failed ROLLBACK leaves nothing more to undo: SQLite rolls back what it cannot keep.
   if (!result) {
-    exec("ROLLBACK;");
+    (void)exec("ROLLBACK;");
     return result;
   }
   if (auto s = exec("COMMIT;"); !s) {
-    exec("ROLLBACK;");
+    (void)exec("ROLLBACK;");
     return s;
   }
   return {};
@@ -389,6 +390,26 @@ Result<long long> Store::append_event(EventRow r) {
       .bind(r.node_name).bind(r.type).bind(r.description);
   if (auto st = s.run("append event"); !st) return st.error();
   return static_cast<long long>(sqlite3_last_insert_rowid(db_));
+}
+
+Status Store::transition(const std::string& instance_id,
+                         const std::function<void(InstanceRow&)>& fn,
+                         const InstanceEvents& events) {
+  return transaction([&]() -> Status {
+    InstanceRow changed;
+    Status s = mutate_instance(instance_id, [&](InstanceRow& r) -> Status {
+      fn(r);
+      changed = r;
+      return {};
+    });
+    if (!s) return s;
+    for (const auto& [type, description] : events) {
+      auto ev = append_event({0, changed.cluster_id, 0, "Instance", changed.group,
+                              changed.instance_id, changed.node_name, type, description});
+      if (!ev) return ev.error();
+    }
+    return {};
+  });
 }
 
 std::vector<EventRow> Store::events(const std::string& cluster_id, long long after_id, int limit,

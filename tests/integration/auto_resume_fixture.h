@@ -23,7 +23,6 @@ inline std::filesystem::path fsx_on_host(Endured& e, const std::string& cluster)
   return e.home() / "clusters" / arn.substr(arn.rfind('/') + 1) / "fsx";
 }
 
-
 inline std::vector<int> done_units(const std::filesystem::path& dir, int rank) {
   std::vector<int> out;
   std::ifstream in(dir / ("done-" + std::to_string(rank) + ".log"));
@@ -32,10 +31,8 @@ inline std::vector<int> done_units(const std::filesystem::path& dir, int rank) {
   return out;
 }
 
-
 class AutoResume : public ClusterFixture {
  protected:
-
   void start(int workers, const json& config = json::object()) {
     start_cluster("it-resume", workers, "Automatic", config);
     fsx_ = fsx_on_host(*e_, name_);
@@ -63,24 +60,25 @@ class AutoResume : public ClusterFixture {
                          const std::string& worker_args, const std::string& sbatch_args = "") {
     std::filesystem::create_directories(fsx_ / dir);
     const std::string n = std::to_string(nodes);
-    return submit_script(name + ".sbatch",
-                         "#!/bin/bash\n#SBATCH -N" + n + " " + sbatch_args + " --output=/fsx/" + name +
-                             "-%j.out\n" + "srun --auto-resume=1 -N" + n +
-                             " python3 /fsx/units.py --dir /fsx/" + dir + " --units " +
-                             std::to_string(units) + " " + worker_args + "\n" +
-                             "echo \"srun rc=$?\"\n");
+    return submit_script(name + ".sbatch", "#!/bin/bash\n#SBATCH -N" + n + " " + sbatch_args +
+                                               " --output=/fsx/" + name + "-%j.out\n" +
+                                               "srun --auto-resume=1 -N" + n +
+                                               " python3 /fsx/units.py --dir /fsx/" + dir +
+                                               " --units " + std::to_string(units) + " " +
+                                               worker_args + "\n" + "echo \"srun rc=$?\"\n");
   }
 
   // Crashes the node (a real fault, through inject-fault).
   void crash(const std::string& node) {
-    auto out = e_->cli({"debug", "inject-fault", "--cluster-name", name_, "--node", node, "--kind",
-                        "crash"});
+    auto out = e_->cli(
+        {"debug", "inject-fault", "--cluster-name", name_, "--node", node, "--kind", "crash"});
     ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
   }
 
   // The node that runs the job's batch script.
   std::string batch_host(long long job) {
-    auto out = e_->exec(name_, "controller-0", "squeue -h -j " + std::to_string(job) + " -O BatchHost");
+    auto out =
+        e_->exec(name_, "controller-0", "squeue -h -j " + std::to_string(job) + " -O BatchHost");
     return out.out.substr(0, out.out.find_first_of(" \n"));
   }
 
@@ -114,7 +112,8 @@ class AutoResume : public ClusterFixture {
   bool wait_job_end(long long job, std::chrono::seconds timeout = 180s) {
     return wait_until(
         [&] {
-          auto out = e_->exec(name_, "controller-0", "squeue -h -j " + std::to_string(job) + " -o %T");
+          auto out =
+              e_->exec(name_, "controller-0", "squeue -h -j " + std::to_string(job) + " -o %T");
           return out.exit_code == 0 && out.out.empty();
         },
         timeout);

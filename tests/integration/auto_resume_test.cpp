@@ -167,7 +167,8 @@ TEST_F(AutoResume, AResumeBoundOfZeroNeverResumes) {
   ASSERT_GT(b, 0);
   ASSERT_TRUE(wait_until(
       [&] {
-        return done_units(fsx_ / "run-a", 1).size() >= 2 && done_units(fsx_ / "run-b", 0).size() >= 2;
+        return done_units(fsx_ / "run-a", 1).size() >= 2 &&
+               done_units(fsx_ / "run-b", 0).size() >= 2;
       },
       60s))
       << job_output(a, "a") << job_output(b, "b");

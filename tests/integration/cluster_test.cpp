@@ -5,8 +5,8 @@
 #include <sstream>
 #include <thread>
 
-#include "common/fs.h"
 #include "cluster_fixture.h"
+#include "common/fs.h"
 
 namespace endure::test {
 namespace {
@@ -151,7 +151,7 @@ TEST_P(ClusterRestart, CrashDuringCreateFinishesWithExactlyTheInstances) {
   TempDir home;
   Endured e(home.path() / "home");
   e.start(GetParam());
-  e.call("CreateCluster", make_spec("it-restart", 4));  // may die before it answers
+  (void)e.call("CreateCluster", make_spec("it-restart", 4));  // may die before it answers
   ASSERT_TRUE(e.wait_exit(60s)) << "endured never reached crash point " << GetParam();
   e.start();
   ASSERT_EQ(e.wait_status("it-restart", {"InService"}, 180s), "InService");
@@ -214,7 +214,8 @@ TEST(ClusterSideBySide, TwoClustersWorkIndependently) {
   };
   EXPECT_NE(port("it-left"), port("it-right"));
   for (const std::string side : {"left", "right"}) {
-    auto conf = e.exec("it-" + side, "controller-0", "scontrol show config | grep -E '^(ClusterName|SlurmctldPort)'");
+    auto conf = e.exec("it-" + side, "controller-0",
+                       "scontrol show config | grep -E '^(ClusterName|SlurmctldPort)'");
     EXPECT_NE(conf.out.find("it-" + side), std::string::npos) << conf.out << conf.err;
     EXPECT_NE(conf.out.find(std::to_string(port("it-" + side))), std::string::npos) << conf.out;
   }
@@ -259,7 +260,11 @@ TEST(ClusterSideBySide, TwoControllersOnOneHostEachRunACluster) {
 
   const int freed = port(a);
   ASSERT_TRUE(a.call("DeleteCluster", {{"ClusterName", "it-one"}}).ok());
-  ASSERT_TRUE(wait_until([&] { return !a.call("DescribeCluster", {{"ClusterName", "it-one"}}).ok(); }, 60s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return !a.call("DescribeCluster", {{"ClusterName", "it-one"}}).ok();
+      },
+      60s));
   expect_running_srun(b, "it-one", 2, "worker-");
   ASSERT_TRUE(b.call("CreateCluster", make_spec("it-two", 1)).ok());
   ASSERT_EQ(b.wait_status("it-two", {"InService"}, 180s), "InService");
@@ -304,7 +309,7 @@ fi
 exec bash ./on_create_base.sh
 )SH";
   std::filesystem::rename(dir / "on_create.sh", dir / "on_create_base.sh");
-  fs::atomic_write_file(dir / "on_create.sh", script, 0755);
+  EXPECT_TRUE(fs::atomic_write_file(dir / "on_create.sh", script, 0755).ok());
   return dir;
 }
 

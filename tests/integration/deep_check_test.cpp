@@ -11,8 +11,8 @@ TEST_F(ClusterFixture, DeepHealthCheckRunsInAMaintenanceReservationAndReleasesIt
   start_cluster("it-deep", 3);
   Endured& e = *e_;
   long long mark = last_event_id(e, name_);
-  auto started = e.cli({"start-cluster-health-check", "--cluster-name", name_, "--nodes",
-                        "worker-0", "worker-2"});
+  auto started = e.cli(
+      {"start-cluster-health-check", "--cluster-name", name_, "--nodes", "worker-0", "worker-2"});
   ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
   auto reply = json::parse(started.out);
   std::string reservation = reply["Reservation"];
@@ -24,7 +24,8 @@ TEST_F(ClusterFixture, DeepHealthCheckRunsInAMaintenanceReservationAndReleasesIt
   EXPECT_NE(res.out.find("MAINT"), std::string::npos) << res.out << res.err;
   EXPECT_NE(res.out.find("worker-[0,2]"), std::string::npos) << res.out;
   // A second check on a node already under one is refused.
-  auto again = e.call("StartClusterHealthCheck", {{"ClusterName", name_}, {"NodeIds", {"worker-0"}}});
+  auto again =
+      e.call("StartClusterHealthCheck", {{"ClusterName", name_}, {"NodeIds", {"worker-0"}}});
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().code, "ConflictException") << again.error().message;
 
@@ -50,7 +51,8 @@ TEST_F(ClusterFixture, DeepHealthCheckRunsInAMaintenanceReservationAndReleasesIt
         return out.exit_code != 0 || out.out.find("not found") != std::string::npos;
       },
       20s));
-  for (const auto& [name, node] : nodes_by_name(e, name_)) EXPECT_EQ(node.status, "Running") << name;
+  for (const auto& [name, node] : nodes_by_name(e, name_))
+    EXPECT_EQ(node.status, "Running") << name;
 }
 
 // The deep check's disk test fails through the disk itself: the node's local disk is left
@@ -70,7 +72,8 @@ TEST_F(ClusterFixture, AFailedDeepHealthCheckReplacesTheNode) {
   auto started =
       e.cli({"start-cluster-health-check", "--cluster-name", name_, "--nodes", "worker-0"});
   ASSERT_EQ(started.exit_code, 0) << started.out << started.err;
-  ASSERT_TRUE(wait_returned(e, name_, "worker-0", mark, 180s)) << events_after(e, name_, mark).dump(2);
+  ASSERT_TRUE(wait_returned(e, name_, "worker-0", mark, 180s))
+      << events_after(e, name_, mark).dump(2);
 
   auto events = events_after(e, name_, mark);
   auto failed = find_event(events, "worker-0", "DeepHealthCheckFailed");
@@ -83,7 +86,8 @@ TEST_F(ClusterFixture, AFailedDeepHealthCheckReplacesTheNode) {
   EXPECT_NE(unhealthy["Description"].get<std::string>().find("deep-health-check: disk"),
             std::string::npos)
       << unhealthy.dump();
-  EXPECT_EQ(event_counts(events, "worker-0")["NodeUnhealthy"], 1) << "one verdict: " << events.dump(1);
+  EXPECT_EQ(event_counts(events, "worker-0")["NodeUnhealthy"], 1)
+      << "one verdict: " << events.dump(1);
   EXPECT_FALSE(find_event(events, "worker-0", "NodeReplacing").is_null()) << events.dump(2);
   auto after = nodes_by_name(e, name_);
   EXPECT_NE(after["worker-0"].id, before["worker-0"].id);

@@ -149,7 +149,7 @@ void Endured::delete_all_clusters() {
   auto list = call("ListClusters", json::object());
   if (!list) return;
   for (const auto& c : (*list)["ClusterSummaries"]) {
-    call("DeleteCluster", {{"ClusterName", c["ClusterName"]}});
+    (void)call("DeleteCluster", {{"ClusterName", c["ClusterName"]}});  // waited for below
   }
   wait_until(
       [&] {

@@ -32,13 +32,14 @@ TEST_P(RecoveryCrash, ControllerKilledMidRecoveryCompletesItOnce) {
   reap_orphan_instances();
   e.start(c.point);
   long long mark = last_event_id(e, name_);
-  auto injected = e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-1",
-                         "--kind", c.fault});
+  auto injected = e.cli(
+      {"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-1", "--kind", c.fault});
   ASSERT_EQ(injected.exit_code, 0) << injected.out << injected.err;
   ASSERT_TRUE(e.wait_exit(60s)) << "endured never reached " << c.point;
   reap_orphan_instances();
   e.start();
-  ASSERT_TRUE(wait_returned(e, name_, "worker-1", mark, 120s)) << events_after(e, name_, mark).dump(2);
+  ASSERT_TRUE(wait_returned(e, name_, "worker-1", mark, 120s))
+      << events_after(e, name_, mark).dump(2);
 
   auto after = nodes_by_name(e, name_);
   ASSERT_EQ(after.size(), 3u);
@@ -55,10 +56,12 @@ TEST_P(RecoveryCrash, ControllerKilledMidRecoveryCompletesItOnce) {
   } else {
     EXPECT_EQ(after["worker-1"].id, before["worker-1"].id);
   }
-  for (const char* other : {"controller-0", "worker-0"}) EXPECT_EQ(after[other].id, before[other].id);
+  for (const char* other : {"controller-0", "worker-0"})
+    EXPECT_EQ(after[other].id, before[other].id);
   EXPECT_EQ(instance_processes(e.home(), id).size(), 3u) << "one live instance per node";
   size_t dirs = 0;
-  for (auto& entry : std::filesystem::directory_iterator(e.home() / "clusters" / id / "instances")) {
+  for (auto& entry :
+       std::filesystem::directory_iterator(e.home() / "clusters" / id / "instances")) {
     dirs += entry.is_directory();
   }
   EXPECT_EQ(dirs, 3u) << "an instance's files outlived it";
@@ -84,17 +87,18 @@ TEST_P(RecoveryCrash, ControllerKilledMidRecoveryCompletesItOnce) {
       << slurm_state(e, name_, "worker-1");
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    CrashPoints, RecoveryCrash,
-    ::testing::Values(CrashCase{"recovery.after_drain", "xid", "Replace"},
-                      CrashCase{"recovery.after_terminate", "xid", "Replace"},
-                      CrashCase{"recovery.after_launch", "xid", "Replace"},
-                      CrashCase{"recovery.after_drain", "slurmd-kill", "Reboot"}),
-    [](const auto& info) {
-      std::string name = info.param.point.substr(info.param.point.find('.') + 1) + "_" +
-                         info.param.action;
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(CrashPoints, RecoveryCrash,
+                         ::testing::Values(CrashCase{"recovery.after_drain", "xid", "Replace"},
+                                           CrashCase{"recovery.after_terminate", "xid", "Replace"},
+                                           CrashCase{"recovery.after_launch", "xid", "Replace"},
+                                           CrashCase{"recovery.after_drain", "slurmd-kill",
+                                                     "Reboot"}),
+                         [](const auto& info) {
+                           std::string name =
+                               info.param.point.substr(info.param.point.find('.') + 1) + "_" +
+                               info.param.action;
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace endure::test

@@ -109,8 +109,9 @@ TEST_F(ManualRecovery, ActionRebootWaitsForRunningJobsThenReboots) {
   Endured& e = *e_;
   auto before = nodes_by_name(e, name_);
   e.exec(name_, "controller-0", "rm -f /fsx/job-ended");
-  auto job = e.exec(name_, "controller-0",
-                    "sbatch --parsable -N1 -w worker-1 --wrap 'sleep 6; date +%s.%N > /fsx/job-ended'");
+  auto job =
+      e.exec(name_, "controller-0",
+             "sbatch --parsable -N1 -w worker-1 --wrap 'sleep 6; date +%s.%N > /fsx/job-ended'");
   ASSERT_EQ(job.exit_code, 0) << job.err;
   ASSERT_TRUE(wait_until([&] { return slurm_state(e, name_, "worker-1") == "alloc"; }, 20s));
   long long mark = last_event_id(e, name_);
@@ -129,8 +130,10 @@ TEST_F(ManualRecovery, ActionRebootWaitsForRunningJobsThenReboots) {
   EXPECT_EQ(nodes_by_name(e, name_)["worker-1"].id, before["worker-1"].id);
   // The job ran to its end once: a reboot under it would have failed it (NODE_FAIL) or
   // requeued it (Restarts=1), and its last line would not have run the first time.
-  ASSERT_EQ(e.exec(name_, "controller-0", "test -s /fsx/job-ended").exit_code, 0) << "the job never finished";
-  auto state = e.exec(name_, "controller-0", "scontrol show job -o " + std::to_string(std::atoll(job.out.c_str())));
+  ASSERT_EQ(e.exec(name_, "controller-0", "test -s /fsx/job-ended").exit_code, 0)
+      << "the job never finished";
+  auto state = e.exec(name_, "controller-0",
+                      "scontrol show job -o " + std::to_string(std::atoll(job.out.c_str())));
   EXPECT_NE(state.out.find("JobState=COMPLETED"), std::string::npos) << state.out << state.err;
   EXPECT_NE(state.out.find("Restarts=0"), std::string::npos) << state.out;
   EXPECT_FALSE(find_event(events_after(e, name_, mark), "worker-1", "NodeRebooting").is_null());
@@ -215,12 +218,15 @@ TEST_F(ManualRecovery, NodeRecoveryNoneOnlyMarksAndDrains) {
   auto events = events_after(e, name_, mark);
   auto verdict = find_event(events, "worker-1", "NodeUnhealthy");
   ASSERT_FALSE(verdict.is_null()) << events.dump(2);
-  EXPECT_NE(verdict["Description"].get<std::string>().find("xid: "), std::string::npos) << verdict.dump();
-  EXPECT_NE(verdict["Description"].get<std::string>().find("-> Replace"), std::string::npos) << verdict.dump();
+  EXPECT_NE(verdict["Description"].get<std::string>().find("xid: "), std::string::npos)
+      << verdict.dump();
+  EXPECT_NE(verdict["Description"].get<std::string>().find("-> Replace"), std::string::npos)
+      << verdict.dump();
   EXPECT_FALSE(find_event(events, "worker-1", "NodeDrained").is_null());
   EXPECT_TRUE(find_event(events, "worker-1", "NodeReplacing").is_null());
   EXPECT_TRUE(find_event(events, "worker-1", "NodeRebooting").is_null());
-  EXPECT_EQ(event_counts(events, "worker-1")["NodeUnhealthy"], 1) << "judged once: " << events.dump(1);
+  EXPECT_EQ(event_counts(events, "worker-1")["NodeUnhealthy"], 1)
+      << "judged once: " << events.dump(1);
   EXPECT_EQ(nodes_by_name(e, name_)["worker-1"].id, before["worker-1"].id);
   EXPECT_EQ(slurm_state(e, name_, "worker-1"), "drain");
 }
@@ -236,7 +242,8 @@ TEST_F(ClusterFixture, HealthyClusterUnderLoadGetsNoVerdict) {
       "timeout 60 bash -c 'while :; do dd if=/dev/zero of=/local/load bs=1M count=300 "
       "conv=fsync status=none; dd if=/dev/zero of=/fsx/load-$(hostname) bs=1M count=50 "
       "conv=fsync status=none; rm -f /local/load; echo >> /tmp/disk-rounds; done' & "
-      "for p in $(jobs -p); do wait $p; echo \"rc=$?\"; done; echo \"rounds=$(wc -l < /tmp/disk-rounds)\"";
+      "for p in $(jobs -p); do wait $p; echo \"rc=$?\"; done; echo \"rounds=$(wc -l < "
+      "/tmp/disk-rounds)\"";
   std::map<std::string, process::Output> outputs;
   std::vector<std::thread> loads;
   std::mutex mu;
@@ -249,7 +256,8 @@ TEST_F(ClusterFixture, HealthyClusterUnderLoadGetsNoVerdict) {
   }
   for (auto& t : loads) t.join();
   for (const auto& [node, out] : outputs) {
-    EXPECT_EQ(out.out.substr(0, 21), "rc=124\nrc=124\nrc=124\n") << node << ": " << out.out << out.err;
+    EXPECT_EQ(out.out.substr(0, 21), "rc=124\nrc=124\nrc=124\n")
+        << node << ": " << out.out << out.err;
     auto rounds = out.out.find("rounds=");
     ASSERT_NE(rounds, std::string::npos) << node << ": " << out.out;
     EXPECT_GE(std::atoi(out.out.c_str() + rounds + 7), 1) << node << ": the disk load never wrote";

@@ -14,11 +14,12 @@ TEST_F(AutoResume, ThePyTorchExampleContinuesFromItsCheckpoint) {
   start(2);
   Endured& e = *e_;
   std::filesystem::copy_file(source_dir() / "examples/pytorch/train_ddp.py", fsx_ / "train_ddp.py");
-  long long job = submit_script("torch.sbatch",
-                                "#!/bin/bash\n#SBATCH -N2 --ntasks-per-node=1 --output=/fsx/torch-%j.out\n"
-                                "srun --auto-resume=1 -N2 --ntasks-per-node=1 python3 /fsx/train_ddp.py "
-                                "--ckpt-dir /fsx/ckpt --steps 60 --ckpt-every 5 --step-seconds 0.1\n"
-                                "echo \"srun rc=$?\"\n");
+  long long job =
+      submit_script("torch.sbatch",
+                    "#!/bin/bash\n#SBATCH -N2 --ntasks-per-node=1 --output=/fsx/torch-%j.out\n"
+                    "srun --auto-resume=1 -N2 --ntasks-per-node=1 python3 /fsx/train_ddp.py "
+                    "--ckpt-dir /fsx/ckpt --steps 60 --ckpt-every 5 --step-seconds 0.1\n"
+                    "echo \"srun rc=$?\"\n");
   ASSERT_GT(job, 0);
   auto out_path = fsx_ / ("torch-" + std::to_string(job) + ".out");
   auto last_step = [&] {
@@ -28,7 +29,9 @@ TEST_F(AutoResume, ThePyTorchExampleContinuesFromItsCheckpoint) {
   };
   ASSERT_TRUE(wait_until([&] { return last_step() >= 12; }, 120s)) << read_text(out_path);
   ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-1", "--kind",
-                   "crash"}).exit_code, 0);
+                   "crash"})
+                .exit_code,
+            0);
   ASSERT_TRUE(wait_job_end(job, 240s)) << read_text(out_path);
 
   std::string output = read_text(out_path);
@@ -57,9 +60,11 @@ TEST_F(AutoResume, ThePyTorchExampleContinuesFromItsCheckpoint) {
   // exactly by torch.load), the same two-rank sum in gloo: every step both runs made has
   // the same loss, to the last digit logged.
   const int first_run_last = first_run_loss.rbegin()->first;
-  ASSERT_GT(first_run_last, resumed_from) << "the crash came before any step was re-made: " << output;
+  ASSERT_GT(first_run_last, resumed_from)
+      << "the crash came before any step was re-made: " << output;
   for (int step = resumed_from + 1; step <= first_run_last; ++step) {
-    ASSERT_TRUE(first_run_loss.count(step) && resumed_loss.count(step)) << "step " << step << output;
+    ASSERT_TRUE(first_run_loss.count(step) && resumed_loss.count(step))
+        << "step " << step << output;
     EXPECT_EQ(resumed_loss[step], first_run_loss[step]) << "step " << step;
   }
   EXPECT_LT(resumed_loss.begin()->second, first_run_loss.begin()->second) << output;
@@ -78,19 +83,27 @@ class LlamaAutoResume : public AutoResume {
     start(2);
     const std::string data_bin = (bin_dir() / "endure-data").string();
     ASSERT_EQ(std::system((data_bin + " sample --out " + (fsx_ / "s.jsonl").string() +
-                           " --bytes 300k --seed 2 >/dev/null").c_str()), 0);
-    ASSERT_EQ(std::system((data_bin + " prepare --input " + (fsx_ / "s.jsonl").string() +
-                           " --vocab-size 512 --out " + (fsx_ / "data").string() +
-                           " --seed 2 >/dev/null").c_str()), 0);
+                           " --bytes 300k --seed 2 >/dev/null")
+                              .c_str()),
+              0);
+    ASSERT_EQ(
+        std::system((data_bin + " prepare --input " + (fsx_ / "s.jsonl").string() +
+                     " --vocab-size 512 --out " + (fsx_ / "data").string() + " --seed 2 >/dev/null")
+                        .c_str()),
+        0);
     const std::string n = std::to_string(nodes);
-    job_ = submit_script("train.sbatch",
-                         "#!/bin/bash\n#SBATCH -N" + n + " --output=/fsx/train-%j.out --open-mode=append\n"
-                         "srun --auto-resume=1 -N1 -w " + node + " /opt/endure/bin/endure-train "
-                         "--data /fsx/data --model tiny "
-                         "--dim 128 --n-heads 4 --n-kv-heads 4 --seq-len 128 --batch 8 --threads 1 --steps 400 "
-                         "--warmup 10 --lr 1e-3 --min-lr 1e-4 --eval-every 100 --ckpt-dir /fsx/ckpt "
-                         "--ckpt-every 10 --log /fsx/train.jsonl >/dev/null\n"
-                         "echo \"srun rc=$?\"\n");
+    job_ = submit_script(
+        "train.sbatch",
+        "#!/bin/bash\n#SBATCH -N" + n +
+            " --output=/fsx/train-%j.out --open-mode=append\n"
+            "srun --auto-resume=1 -N1 -w " +
+            node +
+            " /opt/endure/bin/endure-train "
+            "--data /fsx/data --model tiny "
+            "--dim 128 --n-heads 4 --n-kv-heads 4 --seq-len 128 --batch 8 --threads 1 --steps 400 "
+            "--warmup 10 --lr 1e-3 --min-lr 1e-4 --eval-every 100 --ckpt-dir /fsx/ckpt "
+            "--ckpt-every 10 --log /fsx/train.jsonl >/dev/null\n"
+            "echo \"srun rc=$?\"\n");
     ASSERT_GT(job_, 0);
     const auto log_path = fsx_ / "train.jsonl";
     const auto out_path = fsx_ / ("train-" + std::to_string(job_) + ".out");

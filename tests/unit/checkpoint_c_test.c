@@ -1,7 +1,6 @@
 /* The checkpoint engine through its C API only: save, wait, latest, load, read back, and
  * errors as codes. Exits 0 when every check holds. */
 #include <endure/checkpoint_c.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -26,14 +26,16 @@ TEST_F(ClusterIndexTest, TwoHomesDrawFromOneHostWideSet) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(*a, 1);
   EXPECT_EQ(*b, 2);
-  EXPECT_TRUE(std::filesystem::is_directory(cluster("home-a", "c1"))) << "the claim makes its folder";
+  EXPECT_TRUE(std::filesystem::is_directory(cluster("home-a", "c1")))
+      << "the claim makes its folder";
   // A retried claim gets the index it holds, not a new one.
   EXPECT_EQ(registry_.claim(cluster("home-a", "c1")).value(), 1);
   EXPECT_EQ(registry_.claim(cluster("home-a", "c2")).value(), 3);
   auto full = registry_.claim(cluster("home-b", "c2"));
   ASSERT_FALSE(full.ok());
   EXPECT_EQ(full.error().code, "ResourceInUse");
-  EXPECT_NE(full.error().message.find("at most 3 clusters"), std::string::npos) << full.error().message;
+  EXPECT_NE(full.error().message.find("at most 3 clusters"), std::string::npos)
+      << full.error().message;
 }
 
 TEST_F(ClusterIndexTest, ReleasedAndStaleClaimsAreFreeAgainTheSmallestFirst) {

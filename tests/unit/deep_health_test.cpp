@@ -2,8 +2,6 @@
 // round trip in a temporary folder, and the bandwidth server and client over loopback.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
-
-#include "support/temp_dir.h"
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -19,6 +17,7 @@
 #include <thread>
 
 #include "agent/health/deep.h"
+#include "support/temp_dir.h"
 
 namespace endure::agent::health {
 namespace {

@@ -53,10 +53,12 @@ Result<int> ClusterIndexRegistry::claim(const std::filesystem::path& owner, int 
   if (ec) return make_error("ProviderError", "resolve " + owner.string() + ": " + ec.message());
   RegistryLock lock(dir_);
   if (!lock.held()) {
-    return make_error("ProviderError", "lock " + (dir_ / ".lock").string() + ": " + std::strerror(errno));
+    return make_error("ProviderError",
+                      "lock " + (dir_ / ".lock").string() + ": " + std::strerror(errno));
   }
   auto take = [&](int index) -> Result<int> {
-    if (auto s = fs::atomic_write_file(dir_ / std::to_string(index), me, 0644); !s) return s.error();
+    if (auto s = fs::atomic_write_file(dir_ / std::to_string(index), me, 0644); !s)
+      return s.error();
     return index;
   };
   if (wanted > 0) {
@@ -64,7 +66,8 @@ Result<int> ClusterIndexRegistry::claim(const std::filesystem::path& owner, int 
     if (holder.empty() || holder == me) return take(wanted);
     return make_error("ResourceInUse", "cluster index " + std::to_string(wanted) +
                                            " (its addresses and Slurm ports) is held on this "
-                                           "host by " + holder);
+                                           "host by " +
+                                           holder);
   }
   int free_index = 0;
   for (int index = 1; index <= max_index_; ++index) {

@@ -178,9 +178,10 @@ Result<int> LocalProvider::launch(const LaunchRequest& request) {
       return s.error();
     }
   }
-  fs::make_dirs(dir / "root/etc/slurm/plugstack.conf.d");
-  fs::make_dirs(dir / "root/opt/endure/config");
-  fs::make_dirs(dir / "root/opt/endure/boot.d");
+  for (const char* d :
+       {"root/etc/slurm/plugstack.conf.d", "root/opt/endure/config", "root/opt/endure/boot.d"}) {
+    if (auto s = fs::make_dirs(dir / d); !s) return s.error();
+  }
   if (auto s = mount_local_disk(dir / "local", request.local_disk_mib); !s) return s.error();
   std::error_code ec;
   auto lifecycle_copy = dir / "root/opt/endure/lifecycle";
@@ -202,9 +203,13 @@ Result<int> LocalProvider::launch(const LaunchRequest& request) {
   if (auto s = write_all(request.files, 0644); !s) return s.error();
   if (auto s = write_all(request.secret_files, 0600); !s) return s.error();
   if (!std::filesystem::exists(dir / "root/etc/hosts")) {
-    fs::atomic_write_file(dir / "root/etc/hosts", "127.0.0.1 localhost\n");
+    if (auto s = fs::atomic_write_file(dir / "root/etc/hosts", "127.0.0.1 localhost\n"); !s) {
+      return s.error();
+    }
   }
-  if (!std::filesystem::exists(dir / "kmsg")) fs::atomic_write_file(dir / "kmsg", "", 0644);
+  if (!std::filesystem::exists(dir / "kmsg")) {
+    if (auto s = fs::atomic_write_file(dir / "kmsg", "", 0644); !s) return s.error();
+  }
 
   LocalBoot boot_config;
   boot_config.hostname = request.node_name;
@@ -280,7 +285,8 @@ Result<int> LocalProvider::boot(const std::string& cluster_id, const std::string
   crash_point("launch.after_clone");
   // The agent writes the same pid itself; writing it here too closes the gap in which a
   // restarted controller would find the lock held and no pid.
-  fs::atomic_write_file(pid_path, std::to_string(pid) + "\n");
+  (void)log::ok(fs::atomic_write_file(pid_path, std::to_string(pid) + "\n"),
+                "local: " + instance_id);
   log::info("local: booted {} as host pid {}", instance_id, pid);
   return static_cast<int>(pid);
 }

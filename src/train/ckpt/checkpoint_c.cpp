@@ -36,7 +36,8 @@ endure_ckpt_status done(endure_ckpt* c) {
 
 }  // namespace
 
-extern "C" endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* options, endure_ckpt** out) {
+extern "C" endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* options,
+                                                    endure_ckpt** out) {
   if (!options || !options->dir || !out) return ENDURE_CKPT_EINVAL;
   try {
     endure::ckpt::Options o;
@@ -47,7 +48,8 @@ extern "C" endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* o
     o.world = options->world;
     o.keep_last = options->keep_last;
     o.keep_every = options->keep_every;
-    if (options->commit_timeout_seconds > 0) o.commit_timeout_seconds = options->commit_timeout_seconds;
+    if (options->commit_timeout_seconds > 0)
+      o.commit_timeout_seconds = options->commit_timeout_seconds;
     auto c = endure::ckpt::Checkpointer::open(o);
     if (!c) return code_of(c.error());
     *out = new endure_ckpt{std::move(*c), {}, {}};
@@ -59,7 +61,8 @@ extern "C" endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* o
 
 extern "C" endure_ckpt_status endure_ckpt_open_tiered(const char* dir, const char* local_dir,
                                                       const char* memory_dir, int rank, int world,
-                                                      int keep_last, int keep_every, endure_ckpt** out) {
+                                                      int keep_last, int keep_every,
+                                                      endure_ckpt** out) {
   endure_ckpt_options o = {dir, local_dir, memory_dir, rank, world, keep_last, keep_every, 0};
   return endure_ckpt_open_with(&o, out);
 }

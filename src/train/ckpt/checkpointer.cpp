@@ -299,7 +299,8 @@ Status persist(const Options& o, int64_t step, const json& user, const json& lay
   if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
   if (s && o.rank == 0) {
     s = commit_shared(o, dir, step, user);
-    if (s) prune(o.dir, o.keep_last, o.keep_every);
+    // Retention after the commit: a step it fails to remove goes at a later save's prune.
+    if (s) (void)prune(o.dir, o.keep_last, o.keep_every);
   }
   return s;
 }
@@ -371,7 +372,7 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
 }
 
 Checkpointer::~Checkpointer() {
-  wait();
+  (void)wait();  // the save in flight ends here; its outcome was the caller's to ask
   {
     std::lock_guard lock(impl_->mu);
     impl_->stop = true;

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "common/fs.h"
 #include "common/command_line.h"
+#include "common/fs.h"
 #include "endure/data.h"
 
 namespace data = endure::data;

@@ -13,7 +13,6 @@
 #include <map>
 
 #include "common/command_line.h"
-
 #include "endure/model.h"
 #include "train/model/backend.h"
 

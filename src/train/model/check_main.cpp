@@ -14,7 +14,6 @@
 #include <iostream>
 
 #include "common/command_line.h"
-
 #include "endure/model.h"
 
 using namespace endure;

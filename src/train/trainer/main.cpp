@@ -6,8 +6,8 @@
 // over it. Output: JSON lines on stdout (and appended to --log): a start line, one line a
 // step (loss, lr, grad_norm, tokens_per_s), evaluations, checkpoints and a done line.
 // SIGTERM or SIGINT: the step in flight finishes, a checkpoint is saved, exit 143.
-#include <csignal>
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 

@@ -170,7 +170,7 @@ Result<float> Trainer::Impl::train_step() {
 // The mean loss over the first eval_batches batches of the val split: the same batches
 // every time, so evaluations compare.
 float Trainer::Impl::evaluate() {
-  val->restore(val_start);
+  (void)val->restore(val_start);  // the loader's own position: never refused
   double sum = 0;
   for (int i = 0; i < config.eval_batches; ++i) {
     val->next(inputs.data(), targets.data());
