@@ -77,8 +77,9 @@ TEST_F(AutoResume, ThePyTorchExampleContinuesFromItsCheckpoint) {
 // every re-made step with the loss the first run logged, to the end.
 class LlamaAutoResume : public AutoResume {
  protected:
-  // Runs the trainer as the one task of a job of `nodes` nodes (on `node`), crashes that
-  // node at step 25 and waits for the job's end. Fills starts_ and checks the losses.
+  // Runs the trainer as the one task of a job of `nodes` nodes (on `node`; "": wherever
+  // the job runs, which after a requeue may be another node), crashes the node it runs on
+  // at step 25 and waits for the job's end. Fills starts_ and checks the losses.
   void run_through_a_crash(int nodes, const std::string& node) {
     start(2);
     const std::string data_bin = (bin_dir() / "endure-data").string();
@@ -96,8 +97,7 @@ class LlamaAutoResume : public AutoResume {
         "train.sbatch",
         "#!/bin/bash\n#SBATCH -N" + n +
             " --output=/fsx/train-%j.out --open-mode=append\n"
-            "srun --auto-resume=1 -N1 -w " +
-            node +
+            "srun --auto-resume=1 -N1 " + (node.empty() ? "" : "-w " + node) +
             " /opt/endure/bin/endure-train "
             "--data /fsx/data --model tiny "
             "--dim 128 --n-heads 4 --n-kv-heads 4 --seq-len 128 --batch 8 --threads 1 --steps 400 "
@@ -115,7 +115,9 @@ class LlamaAutoResume : public AutoResume {
       return step;
     };
     ASSERT_TRUE(wait_until([&] { return last_step() >= 25; }, 120s)) << read_text(log_path);
-    ASSERT_NO_FATAL_FAILURE(crash(node));
+    crashed_ = node.empty() ? batch_host(job_) : node;
+    ASSERT_FALSE(crashed_.empty());
+    ASSERT_NO_FATAL_FAILURE(crash(crashed_));
     ASSERT_TRUE(wait_job_end(job_, 300s)) << read_text(out_path) << read_text(log_path);
 
     output_ = read_text(out_path) + read_text(log_path);
@@ -143,18 +145,20 @@ class LlamaAutoResume : public AutoResume {
   }
 
   long long job_ = 0;
+  std::string crashed_;  // the node the trainer ran on
   std::vector<json> starts_;
   std::string output_;
 };
 
 // A one-node job: its node is its batch host, so the job is requeued under its id.
 TEST_F(LlamaAutoResume, OnTheBatchHostTheJobIsRequeuedAndResumes) {
-  ASSERT_NO_FATAL_FAILURE(run_through_a_crash(1, "worker-0"));
+  ASSERT_NO_FATAL_FAILURE(run_through_a_crash(1, ""));
   EXPECT_EQ(starts_[1]["slurm_restart_count"], 1) << starts_[1].dump();
   EXPECT_EQ(starts_[1]["auto_resume_count"], 1) << starts_[1].dump();
   auto st = status(job_);
   EXPECT_EQ(st["Mode"], "Requeue") << st.dump();
   EXPECT_EQ(st["ResumeCount"], 1) << st.dump();
+  EXPECT_NE(st["Reason"].get<std::string>().find(crashed_), std::string::npos) << st.dump();
 }
 
 // A two-node job running the trainer on its second node: the step is re-run in place, in
