@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
     // starts slurmd and never receives a job.
     agent::LifecycleResult failed{"Failed", -1, "basic health checks failed:\n" + describe(basic)};
     log::error("{}", failed.last_lines);
-    (void)log::ok(agent::save_lifecycle_result(failed), "save the lifecycle result");
+    log::ok(agent::save_lifecycle_result(failed), "save the lifecycle result");
     reporter.report_lifecycle(failed);
   } else if (auto started = agent::start_lifecycle(*config); started) {
     lifecycle_pid = *started;
@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
     log::info("lifecycle: started {} as pid {}", config->on_create, lifecycle_pid);
   } else {
     agent::LifecycleResult failed{"Failed", -1, started.error().message + "\n"};
-    (void)log::ok(agent::save_lifecycle_result(failed), "save the lifecycle result");
+    log::ok(agent::save_lifecycle_result(failed), "save the lifecycle result");
     reporter.report_lifecycle(failed);
   }
 
@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
       if (pid == lifecycle_pid) {
         auto result = agent::lifecycle_outcome(status, false, config->lifecycle_timeout_seconds);
         log::info("lifecycle: {} with exit code {}", result.status, result.exit_code);
-        (void)log::ok(agent::save_lifecycle_result(result), "save the lifecycle result");
+        log::ok(agent::save_lifecycle_result(result), "save the lifecycle result");
         reporter.report_lifecycle(result);
         in_service = result.status == "Succeeded";
         lifecycle_pid = 0;
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
       kill(-lifecycle_pid, SIGKILL);
       waitpid(lifecycle_pid, &status, 0);
       auto result = agent::lifecycle_outcome(status, true, config->lifecycle_timeout_seconds);
-      (void)log::ok(agent::save_lifecycle_result(result), "save the lifecycle result");
+      log::ok(agent::save_lifecycle_result(result), "save the lifecycle result");
       reporter.report_lifecycle(result);
       lifecycle_pid = 0;
     }

@@ -1,7 +1,6 @@
 // endure: the operator CLI. Parses the command line and runs one verb (see verbs.h).
 #include <CLI/CLI.hpp>
 #include <functional>
-#include <iostream>
 
 #include "cli/verbs.h"
 #include "common/command_line.h"

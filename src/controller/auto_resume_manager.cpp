@@ -36,7 +36,7 @@ bool has_stale_steps(const store::ClusterRow& cluster, const slurm::SlurmClient&
   auto steps = client.steps_on(job_id, nodes);
   if (!steps || steps->empty()) return false;
   for (const auto& step : *steps) {
-    (void)log::ok(client.cancel_job_step(step), cluster.name + ": cancel step " + step);
+    log::ok(client.cancel_job_step(step), cluster.name + ": cancel step " + step);
     log::info("{}: job {}: step {} of the failed run is still listed on {}", cluster.name, job_id,
               step, slurm::join_hostlist(nodes));
   }
@@ -211,8 +211,8 @@ void AutoResumeManager::node_lost(const store::ClusterRow& cluster, const std::s
     if (!job.requeue || r.resumes >= config_.auto_resume_max_resumes) {
       std::string why = !job.requeue ? "the job may not be requeued (--no-requeue)"
                                      : "the job has used its resumes";
-      (void)log::ok(slurm.client->cancel_job(job.id, why),
-                    cluster.name + ": cancel job " + std::to_string(job.id));
+      log::ok(slurm.client->cancel_job(job.id, why),
+              cluster.name + ": cancel job " + std::to_string(job.id));
       r.state = "Failed";
       r.message = "batch host " + node + " lost; " + why + ": cancelled";
       (void)record(cluster, r, "AutoResumeExhausted", r.message);
@@ -281,8 +281,8 @@ void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmV
         finish(cluster, row, "Ready", "requeued job runs again");
       } else if (job->state == "PENDING") {
         // Slurm holds a requeued job back for two minutes; there is no reason to wait.
-        (void)log::ok(slurm.client->start_job_now(job->id),
-                      cluster.name + ": start job " + std::to_string(job->id));
+        log::ok(slurm.client->start_job_now(job->id),
+                cluster.name + ": start job " + std::to_string(job->id));
       }
       continue;
     }

@@ -160,7 +160,7 @@ Result<json> ClusterService::create_cluster(const json& request) {
   });
   if (!created) {
     // A claimed index goes back with the folder claiming it; nothing else was made.
-    if (row.index > 0) (void)log::ok(provider_.remove_cluster(row.id), "release " + row.id);
+    if (row.index > 0) log::ok(provider_.remove_cluster(row.id), "release " + row.id);
     return created.error();
   }
   crash_point("create.after_commit");
@@ -619,7 +619,7 @@ Result<json> ClusterService::start_health_check(const json& request) {
     return {};
   });
   if (!started) {
-    (void)log::ok(client.delete_reservation(reservation), cluster->name + ": " + reservation);
+    log::ok(client.delete_reservation(reservation), cluster->name + ": " + reservation);
     return started.error();
   }
   wake_();
@@ -677,9 +677,9 @@ Result<json> ClusterService::inject_fault(const json& request) {
   }
   if (!s) return s.error();
   // The fault is made: its record failing is logged, not the drill.
-  (void)log::ok(
-      store_.transition(id, [](store::InstanceRow&) {}, {{"FaultInjected", *kind + ": " + what}}),
-      node->node_name + ": record the fault");
+  auto recorded = store_.append_event({0, c, 0, "Instance", node->group, id, node->node_name,
+                                       "FaultInjected", *kind + ": " + what});
+  if (!recorded) log::error("{}: record the fault: {}", node->node_name, recorded.error().message);
   return json{{"NodeName", node->node_name}, {"InstanceId", id}, {"Kind", *kind},
               {"Description", what}};
 }

@@ -122,23 +122,6 @@ void Reconciler::reconcile_all() {
   passes_ += 1;
 }
 
-Status Reconciler::cluster_transition(const store::ClusterRow& cluster,
-                                      const std::function<void(store::ClusterRow&)>& change,
-                                      const std::string& type, const std::string& description) {
-  Status s = store_.transaction([&]() -> Status {
-    Status changed = store_.mutate_cluster(cluster.id, [&](store::ClusterRow& c) -> Status {
-      change(c);
-      return {};
-    });
-    if (!changed) return changed;
-    auto ev = store_.append_event({0, cluster.id, 0, "Cluster", "", "", "", type, description});
-    return ev ? Status{} : Status(ev.error());
-  });
-  if (!log::ok(s, cluster.name + ": " + type)) return s;
-  log::info("{}: {}: {}", cluster.name, type, description);
-  return s;
-}
-
 void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   if (cluster.status == "Deleting") return delete_cluster(cluster);
   if (cluster.status == "Failed") return;
@@ -245,8 +228,8 @@ void Reconciler::remove_extra_instances(const store::ClusterRow& cluster,
     if (it != by_id.end() && is_live(*it->second)) continue;
     bool failed = it != by_id.end() && it->second->status == "Failure";
     if (provider_.running(cluster.id, id)) log::warn("{}: terminating orphan instance {}", cluster.name, id);
-    (void)log::ok(failed ? provider_.terminate(cluster.id, id) : provider_.destroy(cluster.id, id),
-                  cluster.name + ": remove orphan instance " + id);
+    log::ok(failed ? provider_.terminate(cluster.id, id) : provider_.destroy(cluster.id, id),
+            cluster.name + ": remove orphan instance " + id);
   }
 }
 
@@ -447,8 +430,9 @@ void Reconciler::push_slurm_conf(const store::ClusterRow& cluster,
     log::warn("{}: {}", cluster.name, s.error().message);
     return;
   }
-  (void)cluster_transition(
-      cluster, [&](store::ClusterRow& c) { c.applied_conf_hash = hash; }, "SlurmConfigApplied",
+  (void)transition(
+      store_, cluster, [&](store::ClusterRow& c) { c.applied_conf_hash = hash; },
+      "SlurmConfigApplied",
       std::string(restart ? "slurmctld restarted on" : "reconfigured to") + " a slurm.conf of " +
           std::to_string(wanted_names.size()) + " nodes");
 }
@@ -526,18 +510,14 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
       crash_point("running.before_record");
       bool recovered = !r.recovery.empty() || !r.replaces.empty();
       std::string how = rebooting ? "rebooted" : (r.replaces.empty() ? "" : "replaced");
-      auto event =
+      double since = r.recovery_since > 0 ? r.recovery_since : r.launch_time;
+      std::pair<std::string, std::string> event =
           recovered
-              ? std::pair<std::string,
-                          std::string>{"NodeReturnedToService",
-                                       fmt::format(
-                                           "{}, back in service {:.1f} s after the fault was found",
-                                           how,
-                                           now - (r.recovery_since > 0 ? r.recovery_since
-                                                                       : r.launch_time))}
-              : std::pair<std::string, std::string>{
-                    "InstanceRunning",
-                    fmt::format("in service {:.1f} s after launch", now - r.launch_time)};
+              ? std::pair{"NodeReturnedToService",
+                          fmt::format("{}, back in service {:.1f} s after the fault was found", how,
+                                      now - since)}
+              : std::pair{"InstanceRunning",
+                          fmt::format("in service {:.1f} s after launch", now - r.launch_time)};
       Status s = transition(store_, r, {event}, [&](store::InstanceRow& x) {
         x.status = "Running";
         x.message = "";
@@ -575,8 +555,8 @@ void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
   }
   crash_point("inservice.before_record");
   double took = ids::now_seconds() - cluster.updated_at;
-  (void)cluster_transition(
-      cluster, [](store::ClusterRow& c) { c.status = "InService"; }, "ClusterInService",
+  (void)transition(
+      store_, cluster, [](store::ClusterRow& c) { c.status = "InService"; }, "ClusterInService",
       fmt::format("{} instances Running; {} took {:.1f} s", rows.size(),
                   cluster.status == "Creating" ? "CreateCluster" : "UpdateCluster", took));
 }
@@ -585,8 +565,8 @@ void Reconciler::fail_cluster(const store::ClusterRow& cluster, const std::strin
   for (const auto& r : store_.instances(cluster.id, true)) {
     if (r.status == "Pending") retire_instance(r, "Failure", "cluster failed", true);
   }
-  (void)cluster_transition(
-      cluster,
+  (void)transition(
+      store_, cluster,
       [&](store::ClusterRow& c) {
         c.status = "Failed";
         c.failure_message = message;
@@ -603,7 +583,7 @@ void Reconciler::delete_cluster(const store::ClusterRow& cluster) {
     retire_instance(r, "Terminated", "cluster deleted", false);
   }
   for (const auto& id : provider_.instance_ids(cluster.id)) {
-    (void)log::ok(provider_.destroy(cluster.id, id), cluster.name + ": destroy " + id);
+    log::ok(provider_.destroy(cluster.id, id), cluster.name + ": destroy " + id);
   }
   if (auto s = provider_.remove_cluster(cluster.id); !s) {
     log::warn("{}: {}", cluster.name, s.error().message);
@@ -613,8 +593,8 @@ void Reconciler::delete_cluster(const store::ClusterRow& cluster) {
                cluster.name + ": remove its secrets")) {
     return;  // tried again next pass: a deleted cluster leaves no key behind
   }
-  (void)cluster_transition(
-      cluster, [](store::ClusterRow& c) { c.status = "Deleted"; }, "ClusterDeleted",
+  (void)transition(
+      store_, cluster, [](store::ClusterRow& c) { c.status = "Deleted"; }, "ClusterDeleted",
       "every instance terminated and its files removed");
 }
 

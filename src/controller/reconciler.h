@@ -50,10 +50,6 @@ class Reconciler {
   // Marks an instance terminated (its files stay when keep_files) with an event.
   void retire_instance(const store::InstanceRow& row, const std::string& status,
                        const std::string& message, bool keep_files);
-  // Changes the cluster's row and appends its event in one transaction, and logs them.
-  Status cluster_transition(const store::ClusterRow& cluster,
-                            const std::function<void(store::ClusterRow&)>& change,
-                            const std::string& type, const std::string& description);
   void fail_cluster(const store::ClusterRow& cluster, const std::string& message);
 
   store::Store& store_;

@@ -76,13 +76,16 @@ void RecoveryManager::finish_deep_checks(const store::ClusterRow& cluster, const
         x.recovery_stage = "Requested";
       }
     };
-    std::string summary;
-    for (const auto& r : failed.empty() ? row.deep_result : json::array()) {
-      summary += (summary.empty() ? "" : ", ") + r.value("Check", "?") + " " + r["Metrics"].dump();
+    store::Store::InstanceEvents events = {{"DeepHealthCheckFailed", failed},
+                                           {"NodeUnhealthy", verdict}};
+    if (failed.empty()) {
+      std::string summary;
+      for (const auto& r : row.deep_result) {
+        summary +=
+            (summary.empty() ? "" : ", ") + r.value("Check", "?") + " " + r["Metrics"].dump();
+      }
+      events = {{"DeepHealthCheckPassed", summary}};
     }
-    auto events = failed.empty() ? store::Store::InstanceEvents{{"DeepHealthCheckPassed", summary}}
-                                 : store::Store::InstanceEvents{{"DeepHealthCheckFailed", failed},
-                                                                {"NodeUnhealthy", verdict}};
     if (!transition(store_, row, events, close)) continue;  // tried again next pass
     health_.forget(row.instance_id);
     closing_reservations.insert(reservation);
@@ -212,11 +215,10 @@ void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::Cluste
     auto jobs_before = slurm.client->jobs();
     auto s = slurm.client->down_and_drain(row.node_name,
                                           std::string(kDrainReasonPrefix) + " " + row.recovery_reason);
-    if (s)
-      drained = true;
-    else log::warn("{}: {}", row.node_name, s.error().message);
+    drained = s.ok();
+    if (!drained) log::warn("{}: {}", row.node_name, s.error().message);
     // Before the stage is stored: a requeue is asked again after a crash, never lost.
-    if (s && node_lost_ && jobs_before) {
+    if (drained && node_lost_ && jobs_before) {
       node_lost_(cluster, row.node_name,
                  row.last_verdict.empty() ? row.recovery_reason : row.last_verdict, slurm,
                  *jobs_before);

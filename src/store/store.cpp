@@ -412,6 +412,19 @@ Status Store::transition(const std::string& instance_id,
   });
 }
 
+Status Store::transition_cluster(const std::string& id, const std::function<void(ClusterRow&)>& fn,
+                                 const std::string& type, const std::string& description) {
+  return transaction([&]() -> Status {
+    Status s = mutate_cluster(id, [&](ClusterRow& c) -> Status {
+      fn(c);
+      return {};
+    });
+    if (!s) return s;
+    auto ev = append_event({0, id, 0, "Cluster", "", "", "", type, description});
+    return ev ? Status{} : Status(ev.error());
+  });
+}
+
 std::vector<EventRow> Store::events(const std::string& cluster_id, long long after_id, int limit,
                                     const std::string& node_name) {
   std::lock_guard lock(mu_);

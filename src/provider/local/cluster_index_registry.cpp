@@ -63,7 +63,8 @@ Result<int> ClusterIndexRegistry::claim(const std::filesystem::path& owner, int 
   };
   if (wanted > 0) {
     std::string holder = live_holder(dir_ / std::to_string(wanted));
-    if (holder.empty() || holder == me) return take(wanted);
+    if (holder == me) return wanted;  // every reconcile pass asks: no write then
+    if (holder.empty()) return take(wanted);
     return make_error("ResourceInUse", "cluster index " + std::to_string(wanted) +
                                            " (its addresses and Slurm ports) is held on this "
                                            "host by " +

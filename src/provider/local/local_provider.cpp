@@ -285,8 +285,7 @@ Result<int> LocalProvider::boot(const std::string& cluster_id, const std::string
   crash_point("launch.after_clone");
   // The agent writes the same pid itself; writing it here too closes the gap in which a
   // restarted controller would find the lock held and no pid.
-  (void)log::ok(fs::atomic_write_file(pid_path, std::to_string(pid) + "\n"),
-                "local: " + instance_id);
+  log::ok(fs::atomic_write_file(pid_path, std::to_string(pid) + "\n"), "local: " + instance_id);
   log::info("local: booted {} as host pid {}", instance_id, pid);
   return static_cast<int>(pid);
 }
