@@ -1,26 +1,13 @@
-// What endured tells an agent at instance creation, in /opt/endure/config/agent.json.
+// What endured tells an agent at instance creation, in node::kAgentConfigPath.
 #pragma once
 
 #include <string>
 
+#include "api/node_contract.h"
 #include "common/json.h"
 #include "common/result.h"
 
 namespace endure::agent {
-
-inline constexpr const char* kAgentConfigPath = "/opt/endure/config/agent.json";
-inline constexpr const char* kLifecycleDir = "/opt/endure/lifecycle";
-inline constexpr const char* kLifecycleLog = "/opt/endure/lifecycle.log";
-inline constexpr const char* kLifecycleResult = "/opt/endure/lifecycle.json";
-inline constexpr const char* kResourceConfigPath = "/opt/endure/config/resource_config.json";
-inline constexpr const char* kProvisioningPath = "/opt/endure/config/provisioning_parameters.json";
-// Where srun's auto-resume supervisor finds endured: {Endpoint, ClusterName, Token,
-// MaxResumes}. Readable by every user; its token allows only the AutoResume* calls.
-inline constexpr const char* kAutoResumeConfigPath = "/opt/endure/config/auto_resume.json";
-inline constexpr const char* kMungeKeyPath = "/opt/endure/config/munge.key";
-// Scripts run at every boot after the first (what `systemctl enable` is on a real
-// machine): lifecycle scripts put the daemons a node needs here.
-inline constexpr const char* kBootScriptsDir = "/opt/endure/boot.d";
 
 struct AgentConfig {
   std::string endpoint;  // http://127.0.0.1:PORT of endured
@@ -31,7 +18,7 @@ struct AgentConfig {
   std::string role;       // controller, login, worker
   std::string partition;  // worker groups only
   std::string controller_node;
-  std::string on_create;  // file name inside kLifecycleDir
+  std::string on_create;  // file name inside node::kLifecycleDir
   int lifecycle_timeout_seconds = 900;
   double heartbeat_seconds = 1.0;
   double health_check_seconds = 2.0;

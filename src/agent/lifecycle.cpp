@@ -1,3 +1,4 @@
+#include "api/node_contract.h"
 #include "agent/lifecycle.h"
 
 #include <fcntl.h>
@@ -32,11 +33,11 @@ std::vector<std::string> script_environment(const AgentConfig& c) {
       "ENDURE_NODE_ROLE=" + c.role,
       "ENDURE_PARTITION=" + c.partition,
       "ENDURE_CONTROLLER_NODE=" + c.controller_node,
-      std::string("ENDURE_RESOURCE_CONFIG=") + kResourceConfigPath,
-      std::string("ENDURE_PROVISIONING_PARAMETERS=") + kProvisioningPath,
-      std::string("ENDURE_MUNGE_KEY=") + kMungeKeyPath,
-      std::string("ENDURE_LIFECYCLE_DIR=") + kLifecycleDir,
-      std::string("ENDURE_BOOT_SCRIPTS_DIR=") + kBootScriptsDir,
+      std::string("ENDURE_RESOURCE_CONFIG=") + node::kResourceConfigPath,
+      std::string("ENDURE_PROVISIONING_PARAMETERS=") + node::kProvisioningPath,
+      std::string("ENDURE_MUNGE_KEY=") + node::kMungeKeyPath,
+      std::string("ENDURE_LIFECYCLE_DIR=") + node::kLifecycleDir,
+      std::string("ENDURE_BOOT_SCRIPTS_DIR=") + node::kBootScriptsDir,
   };
 }
 
@@ -47,7 +48,7 @@ Result<int> start_script(const AgentConfig& c, const std::string& script, const 
   for (auto& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);
   const char* argv[] = {"/bin/bash", script.c_str(), nullptr};
-  int log_fd = ::open(kLifecycleLog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int log_fd = ::open(node::kLifecycleLog, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) return make_error("LifecycleError", std::string("open log: ") + strerror(errno));
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   pid_t pid = ::fork();
@@ -71,7 +72,7 @@ Result<int> start_script(const AgentConfig& c, const std::string& script, const 
 LifecycleResult run_boot_scripts(const AgentConfig& c) {
   std::vector<std::string> scripts;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(kBootScriptsDir, ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(node::kBootScriptsDir, ec)) {
     if (entry.is_regular_file()) scripts.push_back(entry.path().string());
   }
   std::sort(scripts.begin(), scripts.end());
@@ -88,11 +89,11 @@ LifecycleResult run_boot_scripts(const AgentConfig& c) {
       return r;
     }
   }
-  return {"Succeeded", 0, fs::tail_lines(kLifecycleLog, kTailLines)};
+  return {"Succeeded", 0, fs::tail_lines(node::kLifecycleLog, kTailLines)};
 }
 
 Result<int> start_lifecycle(const AgentConfig& c) {
-  return start_script(c, std::string(kLifecycleDir) + "/" + c.on_create, kLifecycleDir);
+  return start_script(c, std::string(node::kLifecycleDir) + "/" + c.on_create, node::kLifecycleDir);
 }
 
 LifecycleResult lifecycle_outcome(int wait_status, bool timed_out, int timeout_seconds) {
@@ -101,18 +102,18 @@ LifecycleResult lifecycle_outcome(int wait_status, bool timed_out, int timeout_s
     r.status = "Failed";
     r.exit_code = -1;
     std::string note = "lifecycle script killed after " + std::to_string(timeout_seconds) + " s";
-    r.last_lines = fs::tail_lines(kLifecycleLog, kTailLines) + note + "\n";
+    r.last_lines = fs::tail_lines(node::kLifecycleLog, kTailLines) + note + "\n";
     return r;
   }
   if (WIFEXITED(wait_status)) r.exit_code = WEXITSTATUS(wait_status);
   else if (WIFSIGNALED(wait_status)) r.exit_code = 128 + WTERMSIG(wait_status);
   r.status = r.exit_code == 0 ? "Succeeded" : "Failed";
-  r.last_lines = fs::tail_lines(kLifecycleLog, kTailLines);
+  r.last_lines = fs::tail_lines(node::kLifecycleLog, kTailLines);
   return r;
 }
 
 std::optional<LifecycleResult> saved_lifecycle_result() {
-  auto text = fs::read_file(kLifecycleResult);
+  auto text = fs::read_file(node::kLifecycleResult);
   if (!text) return std::nullopt;
   auto j = json::parse(*text, nullptr, false);
   if (!j.is_object()) return std::nullopt;
@@ -125,7 +126,7 @@ std::optional<LifecycleResult> saved_lifecycle_result() {
 }
 
 Status save_lifecycle_result(const LifecycleResult& result) {
-  return fs::atomic_write_file(kLifecycleResult, result.to_json().dump(2));
+  return fs::atomic_write_file(node::kLifecycleResult, result.to_json().dump(2));
 }
 
 }  // namespace endure::agent

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "api/node_contract.h"
 #include "agent/agent_config.h"
 #include "common/json.h"
 #include "common/result.h"
@@ -24,7 +25,7 @@ struct LifecycleResult {
 // output appended to the lifecycle log and the ENDURE_* variables set. Returns its pid.
 Result<int> start_lifecycle(const AgentConfig& config);
 
-// Runs the boot scripts (kBootScriptsDir/*, in name order) with their output appended
+// Runs the boot scripts (node::kBootScriptsDir/*, in name order) with their output appended
 // to the lifecycle log; the outcome of the first that fails, or Succeeded.
 LifecycleResult run_boot_scripts(const AgentConfig& config);
 

@@ -1,3 +1,4 @@
+#include "api/node_contract.h"
 #include "agent/local_boot.h"
 
 #include <fcntl.h>
@@ -61,7 +62,7 @@ Status mount_fsx(const std::string& backing, int server_fd) {
     }
     return {};
   }
-  const char* argv[] = {"endure-fsx", backing.c_str(), "/fsx", "--pid-file", kFsxPidFile,
+  const char* argv[] = {"endure-fsx", backing.c_str(), "/fsx", "--pid-file", node::kFsxPidFile,
                         nullptr};
   pid_t pid = ::fork();
   if (pid == 0) {

@@ -9,9 +9,6 @@
 
 namespace endure::agent {
 
-// Where the node's endure-fsx writes its pid (the fsx-hang fault stops that process).
-inline constexpr const char* kFsxPidFile = "/opt/endure/fsx.pid";
-
 Status local_boot(const std::string& boot_json_path);
 
 }  // namespace endure::agent

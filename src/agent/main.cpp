@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "api/node_contract.h"
 #include "agent/agent_config.h"
 #include "agent/deep_check_runner.h"
 #include "agent/health/health_check.h"
@@ -127,7 +128,7 @@ int usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string config_path = agent::kAgentConfigPath;
+  std::string config_path = node::kAgentConfigPath;
   std::string boot_path;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];

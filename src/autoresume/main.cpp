@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "api/node_contract.h"
 #include "agent/agent_config.h"
 #include "autoresume/supervisor.h"
 #include "common/fs.h"
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   }
 
   const char* path = std::getenv("ENDURE_AUTO_RESUME_CONFIG");
-  auto text = fs::read_file(path ? path : agent::kAutoResumeConfigPath);
+  auto text = fs::read_file(path ? path : node::kAutoResumeConfigPath);
   Result<autoresume::SupervisorConfig> config =
       text ? autoresume::SupervisorConfig::from_json(json::parse(*text, nullptr, false))
            : Result<autoresume::SupervisorConfig>(text.error());

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "api/node_contract.h"
 #include "common/json.h"
 #include "common/result.h"
 
@@ -17,7 +18,7 @@ namespace endure::autoresume {
 inline constexpr const char* kCountEnv = "ENDURE_AUTO_RESUME_COUNT";
 inline constexpr const char* kReasonEnv = "ENDURE_AUTO_RESUME_REASON";
 
-// What the node tells the supervisor (agent::kAutoResumeConfigPath).
+// What the node tells the supervisor (node::kAutoResumeConfigPath).
 struct SupervisorConfig {
   std::string endpoint;
   std::string cluster_name;

@@ -34,8 +34,8 @@ void reply_error(httplib::Response& res, const Error& e) {
 
 }  // namespace
 
-ApiServer::ApiServer(ClusterService& service, std::string operator_token)
-    : service_(service), token_(std::move(operator_token)), server_(new httplib::Server) {}
+ApiServer::ApiServer(ApiRouter& router, std::string operator_token)
+    : router_(router), token_(std::move(operator_token)), server_(new httplib::Server) {}
 
 ApiServer::~ApiServer() { stop(); }
 
@@ -56,10 +56,10 @@ Status ApiServer::start(int port) {
     }
     std::string instance_id = req.get_header_value(api::kInstanceIdHeader);
     if (instance_id.empty() && request.is_object()) instance_id = request.value("InstanceId", "");
-    Result<json> result =
-        agent_call         ? service_.handle_agent(action, instance_id, token, request)
-        : auto_resume_call ? service_.handle_auto_resume(action, token, operator_ok, request)
-                           : service_.handle(action, request);
+    Result<json> result = agent_call ? router_.handle_agent(action, instance_id, token, request)
+                          : auto_resume_call
+                              ? router_.handle_auto_resume(action, token, operator_ok, request)
+                              : router_.handle(action, request);
     if (!result) {
       if (!agent_call) log::info("{}: {}: {}", action, result.error().code, result.error().message);
       return reply_error(res, result.error());
@@ -68,8 +68,9 @@ Status ApiServer::start(int port) {
   });
   server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {
-      reply(res, res.status, {{"__type", "HTTP" + std::to_string(res.status)},
-                              {"message", "use POST /v1/<Action>"}});
+      reply(
+          res, res.status,
+          {{"__type", "HTTP" + std::to_string(res.status)}, {"message", "use POST /v1/<Action>"}});
     }
   });
   if (!server_->bind_to_port("127.0.0.1", port)) {

@@ -1,4 +1,4 @@
-// endured's HTTP front: authenticates each request and hands it to the ClusterService.
+// endured's HTTP front: authenticates each request and hands it to the ApiRouter.
 #pragma once
 
 #include <memory>
@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "common/result.h"
-#include "controller/cluster_service.h"
+#include "controller/api_router.h"
 
 namespace httplib {
 class Server;
@@ -16,7 +16,7 @@ namespace endure::controller {
 
 class ApiServer {
  public:
-  ApiServer(ClusterService& service, std::string operator_token);
+  ApiServer(ApiRouter& router, std::string operator_token);
   ~ApiServer();
 
   // Binds 127.0.0.1:port (loopback only) and serves on a thread of its own.
@@ -24,7 +24,7 @@ class ApiServer {
   void stop();
 
  private:
-  ClusterService& service_;
+  ApiRouter& router_;
   std::string token_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;

@@ -14,7 +14,6 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/api_server.h"
-#include "controller/cluster_service.h"
 #include "controller/config.h"
 #include "controller/reconciler.h"
 #include "provider/local/local_provider.h"
@@ -111,11 +110,16 @@ int main(int argc, char** argv) {
                                   const std::vector<slurm::JobState>& jobs_before) {
     auto_resume.node_lost(cluster, node, reason, slurm, jobs_before);
   });
-  controller::Reconciler reconciler(**store, provider, config, health, recovery, auto_resume);
-  controller::ClusterService service(
-      **store, provider, config, health, recovery, auto_resume, [&] { reconciler.wake(); },
-      [&] { return reconciler.passes(); });
-  controller::ApiServer server(service, *token);
+  controller::DeepCheckManager deep_checks(**store, provider, config, health);
+  controller::Reconciler reconciler(**store, provider, config, health, recovery, deep_checks,
+                                    auto_resume);
+  auto wake = [&] { reconciler.wake(); };
+  controller::ClusterService clusters(**store, provider, config, health, recovery, wake);
+  controller::FaultInjector faults(**store, provider);
+  controller::AgentService agents(**store, health, deep_checks, wake);
+  controller::ApiRouter router({**store, clusters, deep_checks, faults, agents, auto_resume, wake,
+                                [&] { return reconciler.passes(); }});
+  controller::ApiServer server(router, *token);
 
   signal(SIGPIPE, SIG_IGN);
   signal(SIGTERM, on_signal);

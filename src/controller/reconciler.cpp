@@ -5,11 +5,12 @@
 #include <map>
 #include <set>
 
-#include "agent/agent_config.h"
+#include "api/node_contract.h"
 #include "common/crash_point.h"
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "controller/node_bootstrap.h"
 #include "controller/recovery_policy.h"
 #include "controller/transition.h"
 #include "slurm/slurm_client.h"
@@ -41,47 +42,17 @@ const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& ro
   return nullptr;
 }
 
-// The resource config every lifecycle script gets, in the spirit of the cloud service's
-// resource_config.json: the cluster, its groups, and every instance's name, address and role.
-json resource_config(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
-                     const std::vector<store::InstanceRow>& rows) {
-  std::map<std::string, json> groups;
-  std::vector<std::string> order;
-  for (const auto& n : layout.nodes) {
-    if (!groups.count(n.group)) {
-      order.push_back(n.group);
-      groups[n.group] = {{"Name", n.group},
-                         {"InstanceType", n.type.name},
-                         {"Role", spec::role_name(n.role)},
-                         {"PartitionName", n.partition},
-                         {"Instances", json::array()}};
-    }
-    json inst = {{"InstanceName", n.node_name},
-                 {"CustomerIpAddress", n.address},
-                 {"SlurmdPort", n.slurmd_port}};
-    if (const auto* r = live_in_slot(rows, n.node_name)) inst["InstanceId"] = r->instance_id;
-    groups[n.group]["Instances"].push_back(inst);
-  }
-  json group_list = json::array();
-  for (const auto& g : order) group_list.push_back(groups[g]);
-  return {{"ClusterConfig", {{"ClusterArn", cluster.arn}, {"ClusterName", cluster.name}}},
-          {"InstanceGroups", group_list},
-          {"Slurm",
-           {{"ControllerNode", layout.controller_node},
-            {"ControllerAddress", layout.controller_address},
-            {"SlurmctldPort", layout.slurmctld_port}}}};
-}
-
 }  // namespace
 
 Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
                        HealthMonitor& health, RecoveryManager& recovery,
-                       AutoResumeManager& auto_resume)
+                       DeepCheckManager& deep_checks, AutoResumeManager& auto_resume)
     : store_(store),
       provider_(provider),
       config_(config),
       health_(health),
       recovery_(recovery),
+      deep_checks_(deep_checks),
       auto_resume_(auto_resume) {}
 
 Reconciler::~Reconciler() { stop(); }
@@ -91,7 +62,8 @@ void Reconciler::start() {
     while (!stopping_) {
       reconcile_all();
       std::unique_lock lock(mu_);
-      cv_.wait_for(lock, std::chrono::milliseconds(static_cast<int>(config_.reconcile_seconds * 1000)),
+      cv_.wait_for(lock,
+                   std::chrono::milliseconds(static_cast<int>(config_.reconcile_seconds * 1000)),
                    [this] { return woken_ || stopping_; });
       woken_ = false;
     }
@@ -169,6 +141,8 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
     }
   }
   advance_pending(cluster, layout, view);
+  // Before recovery: a failed deep check hands its node to recovery in the same pass.
+  deep_checks_.reconcile(cluster, view);
   // A replacement leaves its slot empty: fill it in the next pass, not a period later.
   if (recovery_.reconcile(cluster, parsed->spec, layout, view)) wake();
   auto_resume_.reconcile(cluster, view);
@@ -227,7 +201,8 @@ void Reconciler::remove_extra_instances(const store::ClusterRow& cluster,
     auto it = by_id.find(id);
     if (it != by_id.end() && is_live(*it->second)) continue;
     bool failed = it != by_id.end() && it->second->status == "Failure";
-    if (provider_.running(cluster.id, id)) log::warn("{}: terminating orphan instance {}", cluster.name, id);
+    if (provider_.running(cluster.id, id))
+      log::warn("{}: terminating orphan instance {}", cluster.name, id);
     log::ok(failed ? provider_.terminate(cluster.id, id) : provider_.destroy(cluster.id, id),
             cluster.name + ": remove orphan instance " + id);
   }
@@ -265,7 +240,8 @@ bool Reconciler::fill_slots(const store::ClusterRow& cluster, const spec::Cluste
     row.launch_time = ids::now_seconds();
     row.agent_token = ids::new_token();
     row.lifecycle_status = "NotStarted";
-    std::string description = failures ? "retrying on a new instance after a failure" : "new instance";
+    std::string description =
+        failures ? "retrying on a new instance after a failure" : "new instance";
     for (const auto& r : rows) {
       if (r.node_name == slot.node_name && r.message.rfind("replaced: ", 0) == 0 &&
           r.terminated_at >= last_terminated(rows, slot.node_name)) {
@@ -276,9 +252,8 @@ bool Reconciler::fill_slots(const store::ClusterRow& cluster, const spec::Cluste
     }
     Status s = store_.transaction([&]() -> Status {
       if (auto st = store_.insert_instance(row); !st) return st;
-      auto ev = store_.append_event(
-          {0, cluster.id, 0, "Instance", row.group, row.instance_id, row.node_name,
-           "InstanceLaunching", description});
+      auto ev = store_.append_event({0, cluster.id, 0, "Instance", row.group, row.instance_id,
+                                     row.node_name, "InstanceLaunching", description});
       return ev ? Status{} : Status(ev.error());
     });
     if (!s) log::error("{}: {}", cluster.name, s.error().message);
@@ -287,8 +262,7 @@ bool Reconciler::fill_slots(const store::ClusterRow& cluster, const spec::Cluste
   return true;
 }
 
-void Reconciler::launch_pending(const store::ClusterRow& cluster,
-                                const spec::ClusterModel& model) {
+void Reconciler::launch_pending(const store::ClusterRow& cluster, const spec::ClusterModel& model) {
   const auto& layout = model.layout;
   auto rows = store_.instances(cluster.id, true);
   // What every new node gets, made only when a pass launches one.
@@ -328,50 +302,15 @@ void Reconciler::launch_pending(const store::ClusterRow& cluster,
       retire_instance(r, "Failure", source.error().message, true);
       continue;
     }
-    agent::AgentConfig agent_config;
-    agent_config.endpoint = config_.endpoint();
-    agent_config.instance_id = r.instance_id;
-    agent_config.token = r.agent_token;
-    agent_config.node_name = r.node_name;
-    agent_config.group = r.group;
-    agent_config.role = spec::role_name(slot->role);
-    agent_config.partition = slot->partition;
-    agent_config.controller_node = layout.controller_node;
-    agent_config.on_create = group->lifecycle.on_create;
-    agent_config.lifecycle_timeout_seconds = config_.lifecycle_timeout_seconds;
-    agent_config.heartbeat_seconds = config_.heartbeat_seconds;
-    agent_config.health_check_seconds = config_.health_check_seconds;
-    agent_config.cpus = slot->type.cpus;
-    agent_config.memory_mib = slot->type.memory_mib;
-    agent_config.gpus = slot->type.gpus;
-
     auto auto_resume_token = store_.auto_resume_token(cluster.id);
     if (!auto_resume_token) {
       log::error("{}: {}", cluster.name, auto_resume_token.error().message);
       continue;
     }
-    // Readable by every user of the node: the token allows only the AutoResume* calls.
-    json auto_resume_config = {{"Endpoint", config_.endpoint()},
-                               {"ClusterName", cluster.name},
-                               {"Token", *auto_resume_token},
-                               {"MaxResumes", config_.auto_resume_max_resumes}};
-    provider::LaunchRequest request;
-    request.cluster_id = cluster.id;
-    request.instance_id = r.instance_id;
-    request.node_name = r.node_name;
+    NodeFiles files{conf, hosts, **key, *auto_resume_token};
+    provider::LaunchRequest request =
+        launch_request(config_, cluster, model, *slot, *group, r, rows, files);
     request.lifecycle_source = *source;
-    request.local_disk_mib = slot->type.local_disk_mib;
-    request.files = {
-        {"/etc/slurm/slurm.conf", conf},
-        {"/etc/slurm/plugstack.conf", "include /etc/slurm/plugstack.conf.d/*.conf\n"},
-        {"/etc/slurm/cli_filter.lua", slurm::render_cli_filter()},
-        {agent::kAutoResumeConfigPath, auto_resume_config.dump(2)},
-        {"/etc/hosts", hosts},
-        {agent::kResourceConfigPath, resource_config(cluster, layout, rows).dump(2)},
-        {agent::kProvisioningPath, cluster.provisioning.dump(2)},
-    };
-    request.secret_files = {{agent::kAgentConfigPath, agent_config.to_json().dump(2)},
-                            {agent::kMungeKeyPath, **key}};
     // A fresh boot: nothing of an earlier, unrecorded attempt may survive.
     if (!log::ok(provider_.destroy(cluster.id, r.instance_id),
                  r.node_name + ": clear an earlier attempt")) {
@@ -402,9 +341,10 @@ void Reconciler::push_slurm_conf(const store::ClusterRow& cluster,
   for (const auto& r : rows) {
     if (!provider_.running(cluster.id, r.instance_id)) continue;
     const std::string what = r.node_name + ": write the cluster's files";
-    written &= log::ok(
-        provider_.write_file(cluster.id, r.instance_id, "/etc/slurm/slurm.conf", conf), what);
-    written &= log::ok(provider_.write_file(cluster.id, r.instance_id, "/etc/hosts", hosts), what);
+    written &=
+        log::ok(provider_.write_file(cluster.id, r.instance_id, node::kSlurmConfPath, conf), what);
+    written &=
+        log::ok(provider_.write_file(cluster.id, r.instance_id, node::kHostsPath, hosts), what);
     if (r.node_name == layout.controller_node && r.status == "Running") controller = &r;
   }
   // Not applied until every node has the files (tried again next pass); the controller's
@@ -414,9 +354,10 @@ void Reconciler::push_slurm_conf(const store::ClusterRow& cluster,
     return provider_.exec(cluster.id, controller->instance_id, argv, t);
   });
   // A slurmctld that is down (a restart that failed) is started on the current conf.
-  auto known = client.controller_up() ? client.nodes()
-                                      : Result<std::vector<slurm::NodeState>>(
-                                            make_error("SlurmError", "slurmctld is down"));
+  auto known =
+      client.controller_up()
+          ? client.nodes()
+          : Result<std::vector<slurm::NodeState>>(make_error("SlurmError", "slurmctld is down"));
   std::set<std::string> known_names, wanted_names;
   if (known) {
     for (const auto& n : *known) known_names.insert(n.name);
@@ -472,8 +413,9 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
     if (r.lifecycle_status != "Succeeded") {
       double limit = config_.lifecycle_timeout_seconds + 60.0;
       if (!rebooting && r.pid != 0 && now - r.launch_time > limit) {
-        retire_instance(r, "Failure", "no lifecycle outcome within " +
-                                          std::to_string(static_cast<int>(limit)) + " s", true);
+        retire_instance(
+            r, "Failure",
+            "no lifecycle outcome within " + std::to_string(static_cast<int>(limit)) + " s", true);
       }
       continue;
     }
@@ -491,8 +433,8 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
         const auto& node = it->second;
         // A node endured (or an operator's Action:) drained goes back to service now that
         // its new or rebooted instance is up; other drains are the operator's own.
-        bool ours = node.reason.rfind(kDrainReasonPrefix, 0) == 0 ||
-                    manual_action(node.reason).has_value();
+        bool ours =
+            node.reason.rfind(kDrainReasonPrefix, 0) == 0 || manual_action(node.reason).has_value();
         if (node.drained() && ours && slurm.client) {
           if (auto s = slurm.client->resume(r.node_name); !s) {
             log::warn("{}: {}", r.node_name, s.error().message);
@@ -548,9 +490,8 @@ void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
     if (r.status != "Running") return;
   }
   auto fresh = store_.cluster_by_id(cluster.id);
-  if (!fresh || fresh->applied_conf_hash !=
-                    slurm::content_hash(slurm::render_slurm_conf(layout) +
-                                        slurm::render_hosts(layout))) {
+  if (!fresh || fresh->applied_conf_hash != slurm::content_hash(slurm::render_slurm_conf(layout) +
+                                                                slurm::render_hosts(layout))) {
     return;  // Slurm must run the current node set first
   }
   crash_point("inservice.before_record");

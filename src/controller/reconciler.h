@@ -7,9 +7,10 @@
 #include <mutex>
 #include <thread>
 
-#include "controller/config.h"
-#include "controller/health_monitor.h"
 #include "controller/auto_resume_manager.h"
+#include "controller/config.h"
+#include "controller/deep_check_manager.h"
+#include "controller/health_monitor.h"
 #include "controller/recovery_manager.h"
 #include "provider/node_provider.h"
 #include "spec/layout.h"
@@ -20,7 +21,8 @@ namespace endure::controller {
 class Reconciler {
  public:
   Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
-             HealthMonitor& health, RecoveryManager& recovery, AutoResumeManager& auto_resume);
+             HealthMonitor& health, RecoveryManager& recovery, DeepCheckManager& deep_checks,
+             AutoResumeManager& auto_resume);
   ~Reconciler();
 
   void start();
@@ -57,6 +59,7 @@ class Reconciler {
   const Config& config_;
   HealthMonitor& health_;
   RecoveryManager& recovery_;
+  DeepCheckManager& deep_checks_;
   AutoResumeManager& auto_resume_;
   std::thread thread_;
   std::mutex mu_;

@@ -20,7 +20,6 @@ bool RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::Cl
   for (const auto& row : store_.instances(cluster.id, true)) {
     if (row.status == "Running" && row.recovery.empty()) judge(cluster, spec, layout, row, slurm);
   }
-  finish_deep_checks(cluster, slurm);
   bool acted = false;
   for (const auto& row : store_.instances(cluster.id, true)) {
     const auto& stage = row.recovery_stage;
@@ -30,72 +29,6 @@ bool RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::Cl
     }
   }
   return acted;
-}
-
-void RecoveryManager::finish_deep_checks(const store::ClusterRow& cluster, const SlurmView& slurm) {
-  double now = ids::now_seconds();
-  auto rows = store_.instances(cluster.id, true);
-  auto in_check = [](const store::InstanceRow& r) {
-    return r.status == "DeepHealthCheckInProgress" && r.deep_check.is_object();
-  };
-  auto timed_out = [&](const store::InstanceRow& r) {
-    return now - r.deep_check.value("Started", now) > config_.deep_check_timeout_seconds;
-  };
-  // A check closes only when all its nodes are done: each node's network test server must
-  // stay up until its peer has measured the link to it.
-  std::set<std::string> open_checks;
-  for (const auto& row : rows) {
-    if (in_check(row) && !row.deep_result.is_array() && !timed_out(row)) {
-      open_checks.insert(row.deep_check.value("Id", ""));
-    }
-  }
-  std::set<std::string> closing_reservations;
-  for (const auto& row : rows) {
-    if (!in_check(row) || open_checks.count(row.deep_check.value("Id", ""))) continue;
-    std::string reservation = row.deep_check.value("Reservation", "");
-    std::string failed;
-    for (const auto& r : row.deep_result.is_array() ? row.deep_result : json::array()) {
-      if (!r.value("Passed", false)) {
-        failed += (failed.empty() ? "" : "; ") + r.value("Check", "?") + ": " + r.value("Detail", "");
-      }
-    }
-    if (!row.deep_result.is_array()) {
-      failed = "no result within " + std::to_string(config_.deep_check_timeout_seconds) + " s";
-    }
-    const std::string verdict = "Unhealthy: deep-health-check: " + failed + " -> Replace";
-    auto close = [&](store::InstanceRow& x) {
-      x.status = "Running";
-      x.message = "";
-      x.deep_check = nullptr;
-      x.recovery_since = now;  // watched afresh: the burn may have delayed heartbeats
-      if (!failed.empty()) {
-        x.health = "Unhealthy";
-        x.last_verdict = verdict;
-        x.recovery = "Replace";
-        x.recovery_reason = "deep-health-check: " + failed;
-        x.recovery_stage = "Requested";
-      }
-    };
-    store::Store::InstanceEvents events = {{"DeepHealthCheckFailed", failed},
-                                           {"NodeUnhealthy", verdict}};
-    if (failed.empty()) {
-      std::string summary;
-      for (const auto& r : row.deep_result) {
-        summary +=
-            (summary.empty() ? "" : ", ") + r.value("Check", "?") + " " + r["Metrics"].dump();
-      }
-      events = {{"DeepHealthCheckPassed", summary}};
-    }
-    if (!transition(store_, row, events, close)) continue;  // tried again next pass
-    health_.forget(row.instance_id);
-    closing_reservations.insert(reservation);
-  }
-  for (const auto& reservation : closing_reservations) {
-    if (!slurm.client) continue;
-    if (auto s = slurm.client->delete_reservation(reservation); !s) {
-      log::warn("{}: {}", cluster.name, s.error().message);
-    }
-  }
 }
 
 void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
@@ -213,8 +146,8 @@ void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::Cluste
     // Taken before the drain: Slurm requeues a job whose only node goes down by itself, and
     // auto-resume must still see it as the node's job.
     auto jobs_before = slurm.client->jobs();
-    auto s = slurm.client->down_and_drain(row.node_name,
-                                          std::string(kDrainReasonPrefix) + " " + row.recovery_reason);
+    auto s = slurm.client->down_and_drain(
+        row.node_name, std::string(kDrainReasonPrefix) + " " + row.recovery_reason);
     drained = s.ok();
     if (!drained) log::warn("{}: {}", row.node_name, s.error().message);
     // Before the stage is stored: a requeue is asked again after a crash, never lost.
@@ -255,9 +188,9 @@ void RecoveryManager::reboot(const store::ClusterRow& cluster, const store::Inst
                    });
 }
 
-Status RecoveryManager::request(const store::ClusterRow& cluster,
-                                const spec::ClusterLayout& layout, const std::string& instance_id,
-                                RecoveryAction action, const std::string& reason) {
+Status RecoveryManager::request(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+                                const std::string& instance_id, RecoveryAction action,
+                                const std::string& reason) {
   auto row = store_.instance(instance_id);
   if (!row || row->cluster_id != cluster.id || row->terminated_at > 0) {
     return make_error("InstanceIdNotFound",
@@ -271,13 +204,11 @@ Status RecoveryManager::request(const store::ClusterRow& cluster,
                           "reboot it instead");
   }
   if (row->status != "Running" || !row->recovery.empty()) {
-    return make_error("InvalidInstanceStatus", instance_id + " is " + row->status +
-                                                   (row->recovery.empty()
-                                                        ? ""
-                                                        : " (" + row->recovery + " under way)") +
-                                                   "; only a Running instance can be " +
-                                                   (action == RecoveryAction::kReboot ? "rebooted"
-                                                                                      : "replaced"));
+    return make_error("InvalidInstanceStatus",
+                      instance_id + " is " + row->status +
+                          (row->recovery.empty() ? "" : " (" + row->recovery + " under way)") +
+                          "; only a Running instance can be " +
+                          (action == RecoveryAction::kReboot ? "rebooted" : "replaced"));
   }
   return transition(store_, *row,
                     {{"NodeRecoveryRequested", reason + " -> " + action_name(action)}},

@@ -57,9 +57,6 @@ class RecoveryManager {
   void drain(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
              const store::InstanceRow& row, const SlurmView& slurm);
   void reboot(const store::ClusterRow& cluster, const store::InstanceRow& row);
-  // Closes deep health checks whose nodes reported (or ran out of time): passed nodes go
-  // back to Running, failed ones to recovery; the reservation goes with the last node.
-  void finish_deep_checks(const store::ClusterRow& cluster, const SlurmView& slurm);
 
   store::Store& store_;
   provider::NodeProvider& provider_;

@@ -1,6 +1,6 @@
-// A node provider creates, terminates and enters instances. The local provider
-// (provider/local/) is the embedded default; a static host pool or a cloud fits the same
-// interface.
+// A node provider creates, reboots, terminates and enters instances: provisioning only.
+// The local provider (provider/local/) is the embedded default; a static host pool or a
+// cloud fits the same interface. Fault drills are a separate, optional interface.
 #pragma once
 
 #include <chrono>
@@ -11,6 +11,7 @@
 #include "common/json.h"
 #include "common/process.h"
 #include "common/result.h"
+#include "provider/fault_drill.h"
 
 namespace endure::provider {
 
@@ -19,7 +20,7 @@ namespace endure::provider {
 struct LaunchRequest {
   std::string cluster_id;
   std::string instance_id;
-  std::string node_name;  // hostname and Slurm NodeName
+  std::string node_name;                   // hostname and Slurm NodeName
   std::filesystem::path lifecycle_source;  // the group's LifeCycleConfig folder (local)
   int local_disk_mib = 1024;               // size of the node's local disk
   // Files to place in the node, by absolute path inside it ("/etc/slurm/slurm.conf").
@@ -47,16 +48,6 @@ class NodeProvider {
   // Stops every process of the instance and boots it again: same instance id, its files
   // and local disk kept, the lifecycle script not run again. Returns the new host pid.
   virtual Result<int> reboot(const std::string& cluster_id, const std::string& instance_id) = 0;
-
-  // Fault injection acts on the real node, through the sources detection reads.
-  // Stops (SIGSTOP) every process of the instance: a hung machine.
-  virtual Status freeze(const std::string& cluster_id, const std::string& instance_id) = 0;
-  // Appends a message to the node's kernel log, in the kernel's own record format.
-  virtual Status append_kernel_log(const std::string& cluster_id, const std::string& instance_id,
-                                   const std::string& message) = 0;
-  // Fills the node's local disk.
-  virtual Status fill_local_disk(const std::string& cluster_id,
-                                 const std::string& instance_id) = 0;
 
   // True while any process of the instance exists.
   virtual bool running(const std::string& cluster_id, const std::string& instance_id) = 0;
@@ -96,8 +87,12 @@ class NodeProvider {
 
   // Checks that a LifeCycleConfig source can be used here and returns its local folder.
   // field is the spec path to name in the error ("InstanceGroups[0].LifeCycleConfig").
-  virtual Result<std::filesystem::path> resolve_lifecycle_source(
-      const std::string& field, const std::string& source_uri, const std::string& on_create) = 0;
+  virtual Result<std::filesystem::path> resolve_lifecycle_source(const std::string& field,
+                                                                 const std::string& source_uri,
+                                                                 const std::string& on_create) = 0;
+
+  // The provider's fault drills (provider/fault_drill.h), or null when it has none.
+  virtual FaultDrill* fault_drill() { return nullptr; }
 };
 
 }  // namespace endure::provider

@@ -5,11 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "api/node_contract.h"
+
 namespace endure::spank {
 
 // Environment set in the srun that the supervisor runs, so that it does not supervise again.
 inline constexpr const char* kSupervisedEnv = "ENDURE_AUTO_RESUME_SUPERVISED";
-inline constexpr const char* kDefaultSupervisor = "/opt/endure/bin/endure-auto-resume";
+inline constexpr const char* kDefaultSupervisor = node::kAutoResumeSupervisor;
 
 // --auto-resume's argument: absent means 1. Returns 0 or 1, or -1 when it is neither
 // (with the reason in *error).

@@ -11,12 +11,13 @@
 #include <thread>
 #include <vector>
 
+#include "api/node_contract.h"
 #include "common/json.h"
 
 namespace endure::agent::health {
 
 struct DeepCheckOptions {
-  std::string local_path = "/local";
+  std::string local_path = node::kLocalDiskPath;
   double cpu_seconds = 2.0;      // length of the compute burn
   int cpu_threads = 1;           // threads burning (the instance type's CPUs)
   long memory_mib = 256;         // buffer for the bandwidth and pattern test

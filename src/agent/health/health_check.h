@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "api/node_contract.h"
 #include "common/json.h"
 
 namespace endure::agent::health {
@@ -42,10 +43,10 @@ struct NodeExpectations {
   int memory_mib = 0;
   int gpus = 0;
   bool runs_slurmd = false;  // worker nodes
-  std::string local_path = "/local";
-  std::string fsx_path = "/fsx";
+  std::string local_path = node::kLocalDiskPath;
+  std::string fsx_path = node::kSharedFsPath;
   std::string kmsg_path = "/dev/kmsg";
-  std::string slurmd_pid_file = "/run/slurm/slurmd.pid";
+  std::string slurmd_pid_file = node::kSlurmdPidFile;
   std::string nvml_library = "libnvidia-ml.so.1";
   double disk_min_free_fraction = 0.05;  // disk-full below 5 % free ...
   long disk_min_free_mib = 64;           // ... or below 64 MiB free

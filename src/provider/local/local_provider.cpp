@@ -16,6 +16,7 @@
 #include <cstring>
 #include <thread>
 
+#include "api/node_contract.h"
 #include "common/crash_point.h"
 #include "common/fs.h"
 #include "common/log.h"
@@ -27,10 +28,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr const char* kNodePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-Error io_error(const std::string& what) {
-  return make_error("ProviderError", what + ": " + std::strerror(errno));
-}
 
 // True when some process holds the instance's lock, i.e. the instance is running.
 bool lock_held(const std::filesystem::path& lock_path) {
@@ -52,7 +49,8 @@ int read_pid(const std::filesystem::path& pid_file) {
 }
 
 bool is_mount_point(const std::filesystem::path& dir) {
-  struct stat here {}, parent {};
+  struct stat here {
+  }, parent{};
   if (::stat(dir.c_str(), &here) != 0 || ::stat(dir.parent_path().c_str(), &parent) != 0) {
     return false;
   }
@@ -66,7 +64,7 @@ Status mount_local_disk(const std::filesystem::path& dir, int size_mib) {
   if (is_mount_point(dir)) return {};
   std::string options = "size=" + std::to_string(size_mib) + "m,mode=0755";
   if (::mount("endure-local", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, options.c_str()) != 0) {
-    return io_error("mount the local disk on " + dir.string());
+    return local_io_error("mount the local disk on " + dir.string());
   }
   return {};
 }
@@ -78,11 +76,14 @@ void unmount_local_disk(const std::filesystem::path& dir) {
 
 }  // namespace
 
+Error local_io_error(const std::string& what) {
+  return make_error("ProviderError", what + ": " + std::strerror(errno));
+}
+
 const std::vector<std::string>& local_node_private_dirs() {
   static const std::vector<std::string> dirs = {
-      "/etc/slurm",    "/etc/munge",    "/var/spool/slurm", "/var/log/slurm",
-      "/run/slurm",    "/run/munge",    "/var/lib/munge",   "/var/log/munge",
-      "/opt/endure",   "/tmp"};
+      "/etc/slurm", "/etc/munge",     "/var/spool/slurm", "/var/log/slurm", "/run/slurm",
+      "/run/munge", "/var/lib/munge", "/var/log/munge",   "/opt/endure",    "/tmp"};
   return dirs;
 }
 
@@ -116,10 +117,19 @@ Result<LocalBoot> LocalBoot::from_json(const json& j) {
 std::vector<std::string> node_exec_argv(int pid, const std::string& node_name,
                                         const std::vector<std::string>& command) {
   // nsenter forks after joining the pid namespace, so the command runs inside it.
-  std::vector<std::string> argv = {"nsenter", "--target", std::to_string(pid), "--mount",
-                                   "--uts",   "--pid",    "--wd=/",            "--",
-                                   "env",     "-i",       std::string("PATH=") + kNodePath,
-                                   "HOME=/root", "LANG=C.UTF-8"};
+  std::vector<std::string> argv = {"nsenter",
+                                   "--target",
+                                   std::to_string(pid),
+                                   "--mount",
+                                   "--uts",
+                                   "--pid",
+                                   "--wd=/",
+                                   "--",
+                                   "env",
+                                   "-i",
+                                   std::string("PATH=") + kNodePath,
+                                   "HOME=/root",
+                                   "LANG=C.UTF-8"};
   if (!node_name.empty()) argv.push_back("HOSTNAME=" + node_name);
   if (const char* term = getenv("TERM")) argv.push_back(std::string("TERM=") + term);
   argv.insert(argv.end(), command.begin(), command.end());
@@ -149,7 +159,7 @@ std::filesystem::path LocalProvider::node_path(const std::string& cluster_id,
                                                const std::string& instance_id,
                                                const std::string& path_in_node) const {
   auto dir = instance_dir(cluster_id, instance_id);
-  if (path_in_node == "/etc/hosts") return dir / "root/etc/hosts";
+  if (path_in_node == node::kHostsPath) return dir / "root/etc/hosts";
   if (path_in_node.rfind("/local/", 0) == 0) return dir / "local" / path_in_node.substr(7);
   return dir / "root" / path_in_node.substr(1);
 }
@@ -167,8 +177,8 @@ Result<int> LocalProvider::launch(const LaunchRequest& request) {
       if (int pid = read_pid(dir / "host.pid"); pid > 0) return pid;
       std::this_thread::sleep_for(50ms);
     }
-    return make_error("ProviderError", "instance " + request.instance_id +
-                                           " holds its lock but wrote no pid file");
+    return make_error("ProviderError",
+                      "instance " + request.instance_id + " holds its lock but wrote no pid file");
   }
   if (auto s = fs::make_dirs(dir, 0700); !s) return s.error();
 
@@ -217,19 +227,19 @@ Result<int> LocalProvider::launch(const LaunchRequest& request) {
   for (const auto& d : local_node_private_dirs()) {
     boot_config.binds.push_back({(dir / "root" / d.substr(1)).string(), d, false});
   }
-  boot_config.binds.push_back({(dir / "root/etc/hosts").string(), "/etc/hosts", true});
+  boot_config.binds.push_back({(dir / "root/etc/hosts").string(), node::kHostsPath, true});
   boot_config.binds.push_back({(dir / "kmsg").string(), "/dev/kmsg", true});
   // The shared folder reaches the node under /opt/endure; /fsx is mounted from there.
   boot_config.binds.push_back(
       {(cluster_dir(request.cluster_id) / "fsx").string(), "/opt/endure/fsx-backing", false});
   boot_config.fsx_backing = "/opt/endure/fsx-backing";
-  boot_config.binds.push_back({(dir / "local").string(), "/local", false});
+  boot_config.binds.push_back({(dir / "local").string(), node::kLocalDiskPath, false});
   // endure's node software, as a machine image would hold it: the supervisor srun's
   // auto-resume plugin starts (bin/) and the plugin itself (lib/).
   auto software = agent_path_.parent_path();
-  boot_config.binds.push_back({software.string(), "/opt/endure/bin", false});
+  boot_config.binds.push_back({software.string(), node::kBinDir, false});
   if (std::filesystem::exists(software.parent_path() / "lib")) {
-    boot_config.binds.push_back({(software.parent_path() / "lib").string(), "/opt/endure/lib", false});
+    boot_config.binds.push_back({(software.parent_path() / "lib").string(), node::kLibDir, false});
   }
   if (auto s = fs::atomic_write_file(dir / "boot.json", boot_config.to_json().dump(2)); !s) {
     return s.error();
@@ -244,7 +254,7 @@ Result<int> LocalProvider::boot(const std::string& cluster_id, const std::string
   // The lock is taken before the namespace exists and passes into it: from here on
   // "running" and "lock held" mean the same, whatever happens to this process.
   int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0600);
-  if (lock_fd < 0) return io_error("open " + lock_path.string());
+  if (lock_fd < 0) return local_io_error("open " + lock_path.string());
   if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     ::close(lock_fd);
     return make_error("ProviderError", "instance " + instance_id + " is already running");
@@ -268,8 +278,10 @@ Result<int> LocalProvider::boot(const std::string& cluster_id, const std::string
     ::dup2(log_fd, 1);
     ::dup2(log_fd, 2);
     // fd 3 carries the lock into the node; dup2 clears close-on-exec.
-    if (lock_fd != 3) ::dup2(lock_fd, 3);
-    else ::fcntl(3, F_SETFD, 0);
+    if (lock_fd != 3)
+      ::dup2(lock_fd, 3);
+    else
+      ::fcntl(3, F_SETFD, 0);
     ::syscall(SYS_close_range, 4, ~0U, 0);
     ::execve(argv[0], const_cast<char* const*>(argv), const_cast<char* const*>(envp));
     ::_exit(127);
@@ -280,7 +292,7 @@ Result<int> LocalProvider::boot(const std::string& cluster_id, const std::string
   ::close(null_fd);
   if (pid < 0) {
     errno = saved_errno;
-    return io_error("clone for " + instance_id);
+    return local_io_error("clone for " + instance_id);
   }
   crash_point("launch.after_clone");
   // The agent writes the same pid itself; writing it here too closes the gap in which a
@@ -296,69 +308,6 @@ Result<int> LocalProvider::reboot(const std::string& cluster_id, const std::stri
   }
   if (auto s = terminate(cluster_id, instance_id); !s) return s.error();
   return boot(cluster_id, instance_id);
-}
-
-namespace {
-
-// Every live process whose pid namespace is that of pid.
-std::vector<int> processes_in_namespace_of(int pid) {
-  std::vector<int> out;
-  std::error_code ec;
-  auto ns = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec);
-  if (ec) return out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    std::error_code e2;
-    if (std::filesystem::read_symlink(entry.path() / "ns/pid", e2) == ns && !e2) {
-      out.push_back(std::stoi(name));
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-Status LocalProvider::freeze(const std::string& cluster_id, const std::string& instance_id) {
-  int node_pid = pid(cluster_id, instance_id);
-  if (node_pid <= 0) return make_error("ProviderError", instance_id + " is not running");
-  // Twice: a process forked between the scan and the signal is caught the second time.
-  for (int round = 0; round < 2; ++round) {
-    for (int p : processes_in_namespace_of(node_pid)) ::kill(p, SIGSTOP);
-  }
-  return {};
-}
-
-Status LocalProvider::append_kernel_log(const std::string& cluster_id,
-                                        const std::string& instance_id,
-                                        const std::string& message) {
-  auto path = instance_dir(cluster_id, instance_id) / "kmsg";
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) return io_error("open " + path.string());
-  // The record format of /dev/kmsg: priority,sequence,microseconds,flags;text
-  static std::atomic<long> seq{1000};
-  auto usec = std::chrono::duration_cast<std::chrono::microseconds>(
-                  std::chrono::steady_clock::now().time_since_epoch())
-                  .count();
-  std::string record =
-      "3," + std::to_string(seq++) + "," + std::to_string(usec) + ",-;" + message + "\n";
-  bool ok = ::write(fd, record.data(), record.size()) == static_cast<ssize_t>(record.size());
-  ::close(fd);
-  return ok ? Status{} : Status(io_error("write " + path.string()));
-}
-
-Status LocalProvider::fill_local_disk(const std::string& cluster_id,
-                                      const std::string& instance_id) {
-  auto path = instance_dir(cluster_id, instance_id) / "local/.fill";
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return io_error("open " + path.string());
-  // Write until the file system says no: what a runaway job does to a disk.
-  std::string chunk(1 << 20, 'x');
-  while (::write(fd, chunk.data(), chunk.size()) > 0) {
-  }
-  ::fsync(fd);
-  ::close(fd);
-  return {};
 }
 
 bool LocalProvider::running(const std::string& cluster_id, const std::string& instance_id) {
@@ -400,15 +349,15 @@ Status LocalProvider::destroy(const std::string& cluster_id, const std::string& 
 Status LocalProvider::write_file(const std::string& cluster_id, const std::string& instance_id,
                                  const std::string& path_in_node, const std::string& content) {
   auto host = node_path(cluster_id, instance_id, path_in_node);
-  if (path_in_node == "/etc/hosts") {
+  if (path_in_node == node::kHostsPath) {
     // /etc/hosts is a bind of a single file: a rename would leave the node on the old
     // inode, so it is rewritten in place (it is derived state, rewritten when it changes).
     int fd = ::open(host.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return io_error("open " + host.string());
+    if (fd < 0) return local_io_error("open " + host.string());
     bool ok = ::write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size());
     ::fsync(fd);
     ::close(fd);
-    return ok ? Status{} : Status(io_error("write " + host.string()));
+    return ok ? Status{} : Status(local_io_error("write " + host.string()));
   }
   if (auto s = fs::make_dirs(host.parent_path()); !s) return s;
   return fs::atomic_write_file(host, content);
@@ -431,7 +380,7 @@ process::Output LocalProvider::exec(const std::string& cluster_id, const std::st
 
 std::filesystem::path LocalProvider::lifecycle_log(const std::string& cluster_id,
                                                    const std::string& instance_id) {
-  return node_path(cluster_id, instance_id, "/opt/endure/lifecycle.log");
+  return node_path(cluster_id, instance_id, node::kLifecycleLog);
 }
 
 std::string LocalProvider::boot_diagnostics(const std::string& cluster_id,
@@ -466,8 +415,9 @@ Result<std::filesystem::path> LocalProvider::resolve_lifecycle_source(
   std::string path = source_uri;
   if (path.rfind("s3://", 0) == 0) {
     return make_error("ValidationException",
-                      field + ".SourceS3Uri: s3:// sources need object storage, which the local "
-                              "provider does not have; use a local folder or a file:// URI");
+                      field +
+                          ".SourceS3Uri: s3:// sources need object storage, which the local "
+                          "provider does not have; use a local folder or a file:// URI");
   }
   if (path.rfind("file://", 0) == 0) path = path.substr(7);
   std::filesystem::path dir(path);

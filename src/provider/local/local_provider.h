@@ -49,7 +49,7 @@ struct LocalBoot {
   static Result<LocalBoot> from_json(const json& j);
 };
 
-class LocalProvider : public NodeProvider {
+class LocalProvider : public NodeProvider, public FaultDrill {
  public:
   // root: the folder that holds every cluster's files; agent_path: the endure-agent binary;
   // index_dir: the host-wide folder of cluster indexes (see cluster_index_registry.h).
@@ -60,10 +60,6 @@ class LocalProvider : public NodeProvider {
   Status prepare_cluster(const std::string& cluster_id) override;
   Result<int> launch(const LaunchRequest& request) override;
   Result<int> reboot(const std::string& cluster_id, const std::string& instance_id) override;
-  Status freeze(const std::string& cluster_id, const std::string& instance_id) override;
-  Status append_kernel_log(const std::string& cluster_id, const std::string& instance_id,
-                           const std::string& message) override;
-  Status fill_local_disk(const std::string& cluster_id, const std::string& instance_id) override;
   bool running(const std::string& cluster_id, const std::string& instance_id) override;
   int pid(const std::string& cluster_id, const std::string& instance_id) override;
   Status terminate(const std::string& cluster_id, const std::string& instance_id) override;
@@ -82,6 +78,15 @@ class LocalProvider : public NodeProvider {
   Result<std::filesystem::path> resolve_lifecycle_source(const std::string& field,
                                                          const std::string& source_uri,
                                                          const std::string& on_create) override;
+  FaultDrill* fault_drill() override { return this; }
+
+  // Fault drills (local_fault_drill.cpp).
+  Status freeze(const std::string& cluster_id, const std::string& instance_id) override;
+  Status append_kernel_log(const std::string& cluster_id, const std::string& instance_id,
+                           const std::string& message) override;
+  Status fill_local_disk(const std::string& cluster_id, const std::string& instance_id) override;
+  Status hang_shared_fs(const std::string& cluster_id, const std::string& instance_id) override;
+  Status kill_slurmd(const std::string& cluster_id, const std::string& instance_id) override;
 
   std::filesystem::path cluster_dir(const std::string& cluster_id) const;
   std::filesystem::path instance_dir(const std::string& cluster_id,
@@ -98,6 +103,9 @@ class LocalProvider : public NodeProvider {
   std::filesystem::path agent_path_;
   ClusterIndexRegistry indexes_;
 };
+
+// A ProviderError naming what failed and errno's text.
+Error local_io_error(const std::string& what);
 
 // The argv that runs a command inside a node whose first process has host pid `pid`,
 // with a clean environment: used by the provider and by `endure exec`.

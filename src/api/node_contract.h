@@ -1,0 +1,50 @@
+// The node contract: every path inside a node that endured, the provider, the agent and the
+// auto-resume supervisor agree on, in one place. Paths are as the node sees them; a
+// provider maps them onto its own storage (provider/local/local_provider.h).
+#pragma once
+
+namespace endure::node {
+
+// endure's own folder in every node.
+inline constexpr const char* kEndureDir = "/opt/endure";
+// endure's programs and libraries, as installed in the node (the agent, endure-fsx,
+// endure-auto-resume, auto_resume.so).
+inline constexpr const char* kBinDir = "/opt/endure/bin";
+inline constexpr const char* kLibDir = "/opt/endure/lib";
+// srun's auto-resume supervisor, which the SPANK plugin hands a failed step to.
+inline constexpr const char* kAutoResumeSupervisor = "/opt/endure/bin/endure-auto-resume";
+
+// Files endured writes at instance creation. Secret (mode 0600): the agent's config and the
+// munge key; the rest is readable by every user of the node.
+// {Endpoint, InstanceId, Token, NodeName, ...}: agent/agent_config.h.
+inline constexpr const char* kAgentConfigPath = "/opt/endure/config/agent.json";
+inline constexpr const char* kMungeKeyPath = "/opt/endure/config/munge.key";
+// The cluster, its groups and every instance's name, address and role (what lifecycle
+// scripts read, as on the cloud service).
+inline constexpr const char* kResourceConfigPath = "/opt/endure/config/resource_config.json";
+inline constexpr const char* kProvisioningPath = "/opt/endure/config/provisioning_parameters.json";
+// Where srun's auto-resume supervisor finds endured: {Endpoint, ClusterName, Token,
+// MaxResumes}. Its token allows only the AutoResume* calls.
+inline constexpr const char* kAutoResumeConfigPath = "/opt/endure/config/auto_resume.json";
+// Slurm's files, rendered by endured from the spec (slurm/slurm_conf.h).
+inline constexpr const char* kSlurmConfPath = "/etc/slurm/slurm.conf";
+inline constexpr const char* kPlugstackConfPath = "/etc/slurm/plugstack.conf";
+inline constexpr const char* kCliFilterPath = "/etc/slurm/cli_filter.lua";
+inline constexpr const char* kHostsPath = "/etc/hosts";
+
+// The lifecycle scripts (the group's LifeCycleConfig folder), their log and their outcome.
+inline constexpr const char* kLifecycleDir = "/opt/endure/lifecycle";
+inline constexpr const char* kLifecycleLog = "/opt/endure/lifecycle.log";
+inline constexpr const char* kLifecycleResult = "/opt/endure/lifecycle.json";
+// Scripts run at every boot after the first (what `systemctl enable` is on a real
+// machine): lifecycle scripts put the daemons a node needs here.
+inline constexpr const char* kBootScriptsDir = "/opt/endure/boot.d";
+
+// Mounts every node has: the cluster's shared folder and the node's own local disk.
+inline constexpr const char* kSharedFsPath = "/fsx";
+inline constexpr const char* kLocalDiskPath = "/local";
+// Pid files the health checks and the fault drills read.
+inline constexpr const char* kFsxPidFile = "/opt/endure/fsx.pid";
+inline constexpr const char* kSlurmdPidFile = "/run/slurm/slurmd.pid";
+
+}  // namespace endure::node

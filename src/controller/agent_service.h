@@ -1,0 +1,40 @@
+// The agents' side of the API: each call is authenticated with the node's own join token;
+// heartbeats feed the health monitor and carry orders back; lifecycle outcomes and deep
+// check results land in the node's row.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "common/json.h"
+#include "common/result.h"
+#include "controller/deep_check_manager.h"
+#include "controller/health_monitor.h"
+#include "store/store.h"
+
+namespace endure::controller {
+
+class AgentService {
+ public:
+  AgentService(store::Store& store, HealthMonitor& health, DeepCheckManager& deep_checks,
+               std::function<void()> wake_reconciler)
+      : store_(store),
+        health_(health),
+        deep_checks_(deep_checks),
+        wake_(std::move(wake_reconciler)) {}
+
+  // An agent action; the token must be the join token of instance_id.
+  Result<json> handle(const std::string& action, const std::string& instance_id,
+                      const std::string& token, const json& request);
+
+ private:
+  // AgentReportLifecycle: {Status: InProgress|Succeeded|Failed, ExitCode, LastLines}.
+  Result<json> report_lifecycle(const std::string& instance_id, const json& request);
+
+  store::Store& store_;
+  HealthMonitor& health_;
+  DeepCheckManager& deep_checks_;
+  std::function<void()> wake_;
+};
+
+}  // namespace endure::controller

@@ -1,0 +1,204 @@
+#include "controller/deep_check_manager.h"
+
+#include <algorithm>
+#include <set>
+
+#include "api/wire.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "controller/lookup.h"
+#include "controller/transition.h"
+#include "slurm/slurm_client.h"
+
+namespace endure::controller {
+
+DeepCheckManager::DeepCheckManager(store::Store& store, provider::NodeProvider& provider,
+                                   const Config& config, HealthMonitor& health)
+    : store_(store), provider_(provider), config_(config), health_(health) {}
+
+Result<json> DeepCheckManager::start(const json& request) {
+  auto cluster = find_cluster(store_, request);
+  if (!cluster) return cluster.error();
+  if (cluster->status != "InService") {
+    return make_error(api::kConflictException,
+                      "ClusterName: " + cluster->name + " is " + cluster->status +
+                          "; deep health checks run on an InService cluster");
+  }
+  auto model = load_model(*cluster);
+  if (!model) return model.error();
+  const spec::ClusterLayout& layout = model->layout;
+  auto rows = store_.instances(cluster->id, true);
+  std::vector<store::InstanceRow> chosen;
+  if (request.contains("NodeIds")) {
+    if (!request["NodeIds"].is_array() || request["NodeIds"].empty() ||
+        request["NodeIds"].size() > 64) {
+      return validation("NodeIds: must be an array of 1 to 64 node names or instance ids");
+    }
+    for (size_t i = 0; i < request["NodeIds"].size(); ++i) {
+      const auto& id = request["NodeIds"][i];
+      std::string field = "NodeIds[" + std::to_string(i) + "]";
+      if (!id.is_string()) return validation(field + ": must be a string");
+      auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) {
+        return r.instance_id == id.get<std::string>() || r.node_name == id.get<std::string>();
+      });
+      if (it == rows.end()) {
+        return make_error(api::kResourceNotFound, field + ": no node " + id.get<std::string>());
+      }
+      chosen.push_back(*it);
+    }
+  } else {
+    for (const auto& r : rows) {
+      const auto* slot = layout.find(r.node_name);
+      if (slot && slot->role == spec::NodeRole::kWorker) chosen.push_back(r);
+    }
+  }
+  if (chosen.empty()) return validation("NodeIds: the cluster has no worker node to check");
+  std::vector<std::string> names;
+  for (const auto& r : chosen) {
+    const auto* slot = layout.find(r.node_name);
+    if (!slot || slot->role != spec::NodeRole::kWorker) {
+      return validation("NodeIds: " + r.node_name + " is not a worker node");
+    }
+    if (r.status != "Running" || !r.recovery.empty()) {
+      return make_error(api::kConflictException,
+                        "NodeIds: " + r.node_name + " is " + r.status + ", not Running");
+    }
+    names.push_back(r.node_name);
+  }
+  // The nodes sit in a maintenance reservation meanwhile: no new job lands on them.
+  const store::InstanceRow* controller = nullptr;
+  for (const auto& r : rows) {
+    if (r.node_name == layout.controller_node) controller = &r;
+  }
+  if (!controller) return make_error(api::kConflictException, "the controller node is not running");
+  std::string check_id = "hc-" + ids::random_hex(8);
+  std::string reservation = "endure-" + check_id;
+  slurm::SlurmClient client([&](const std::vector<std::string>& argv, std::chrono::milliseconds t) {
+    return provider_.exec(cluster->id, controller->instance_id, argv, t);
+  });
+  if (auto s = client.create_maintenance_reservation(reservation, names); !s) return s.error();
+  json nodes = json::array();
+  // Every node's order and event at once: a check starts on all its nodes or on none.
+  Status started = store_.transaction([&]() -> Status {
+    for (size_t i = 0; i < chosen.size(); ++i) {
+      // Each node sends to the next one in a ring: every link is measured once.
+      const auto* peer =
+          chosen.size() > 1 ? layout.find(chosen[(i + 1) % chosen.size()].node_name) : nullptr;
+      const auto* self = layout.find(chosen[i].node_name);
+      json order = {{"Id", check_id},
+                    {"Reservation", reservation},
+                    {"Address", self->address},
+                    {"Port", api::kDeepCheckNetworkPort},
+                    {"Started", ids::now_seconds()}};
+      if (peer) order["Peer"] = peer->address;
+      auto text = check_id + (peer ? ": network test to " + peer->node_name : "");
+      Status s = store_.transition(chosen[i].instance_id,
+                                   [&](store::InstanceRow& r) {
+                                     r.status = "DeepHealthCheckInProgress";
+                                     r.message = "deep health check " + check_id;
+                                     r.deep_check = order;
+                                     r.deep_result = nullptr;
+                                   },
+                                   {{"DeepHealthCheckStarted", text}});
+      if (!s) return s;
+      nodes.push_back(chosen[i].node_name);
+    }
+    return {};
+  });
+  if (!started) {
+    log::ok(client.delete_reservation(reservation), cluster->name + ": " + reservation);
+    return started.error();
+  }
+  return json{{"HealthCheckId", check_id}, {"Reservation", reservation}, {"Nodes", nodes}};
+}
+
+json DeepCheckManager::order_for(const store::InstanceRow& row) {
+  if (row.status == "DeepHealthCheckInProgress" && row.deep_check.is_object())
+    return row.deep_check;
+  return nullptr;
+}
+
+Result<json> DeepCheckManager::record_results(const std::string& instance_id, const json& request) {
+  std::string id = request.value("Id", "");
+  if (!request.contains("Results") || !request["Results"].is_array()) {
+    return validation("Results: must be an array");
+  }
+  Status s = store_.mutate_instance(instance_id, [&](store::InstanceRow& r) -> Status {
+    if (!r.deep_check.is_object() || r.deep_check.value("Id", "") != id) {
+      return make_error(api::kConflictException, "no deep health check " + id + " is open");
+    }
+    r.deep_result = request["Results"];
+    return {};
+  });
+  if (!s) return s.error();
+  return json::object();
+}
+
+void DeepCheckManager::reconcile(const store::ClusterRow& cluster, const SlurmView& slurm) {
+  double now = ids::now_seconds();
+  auto rows = store_.instances(cluster.id, true);
+  auto in_check = [](const store::InstanceRow& r) {
+    return r.status == "DeepHealthCheckInProgress" && r.deep_check.is_object();
+  };
+  auto timed_out = [&](const store::InstanceRow& r) {
+    return now - r.deep_check.value("Started", now) > config_.deep_check_timeout_seconds;
+  };
+  // A check closes only when all its nodes are done: each node's network test server must
+  // stay up until its peer has measured the link to it.
+  std::set<std::string> open_checks;
+  for (const auto& row : rows) {
+    if (in_check(row) && !row.deep_result.is_array() && !timed_out(row)) {
+      open_checks.insert(row.deep_check.value("Id", ""));
+    }
+  }
+  std::set<std::string> closing_reservations;
+  for (const auto& row : rows) {
+    if (!in_check(row) || open_checks.count(row.deep_check.value("Id", ""))) continue;
+    std::string reservation = row.deep_check.value("Reservation", "");
+    std::string failed;
+    for (const auto& r : row.deep_result.is_array() ? row.deep_result : json::array()) {
+      if (!r.value("Passed", false)) {
+        failed +=
+            (failed.empty() ? "" : "; ") + r.value("Check", "?") + ": " + r.value("Detail", "");
+      }
+    }
+    if (!row.deep_result.is_array()) {
+      failed = "no result within " + std::to_string(config_.deep_check_timeout_seconds) + " s";
+    }
+    const std::string verdict = "Unhealthy: deep-health-check: " + failed + " -> Replace";
+    auto close = [&](store::InstanceRow& x) {
+      x.status = "Running";
+      x.message = "";
+      x.deep_check = nullptr;
+      x.recovery_since = now;  // watched afresh: the burn may have delayed heartbeats
+      if (!failed.empty()) {
+        x.health = "Unhealthy";
+        x.last_verdict = verdict;
+        x.recovery = "Replace";
+        x.recovery_reason = "deep-health-check: " + failed;
+        x.recovery_stage = "Requested";
+      }
+    };
+    store::Store::InstanceEvents events = {{"DeepHealthCheckFailed", failed},
+                                           {"NodeUnhealthy", verdict}};
+    if (failed.empty()) {
+      std::string summary;
+      for (const auto& r : row.deep_result) {
+        summary +=
+            (summary.empty() ? "" : ", ") + r.value("Check", "?") + " " + r["Metrics"].dump();
+      }
+      events = {{"DeepHealthCheckPassed", summary}};
+    }
+    if (!transition(store_, row, events, close)) continue;  // tried again next pass
+    health_.forget(row.instance_id);
+    closing_reservations.insert(reservation);
+  }
+  for (const auto& reservation : closing_reservations) {
+    if (!slurm.client) continue;
+    if (auto s = slurm.client->delete_reservation(reservation); !s) {
+      log::warn("{}: {}", cluster.name, s.error().message);
+    }
+  }
+}
+
+}  // namespace endure::controller

@@ -1,0 +1,66 @@
+#include "controller/fault_injector.h"
+
+#include "api/wire.h"
+#include "common/log.h"
+#include "controller/lookup.h"
+
+namespace endure::controller {
+
+Result<json> FaultInjector::inject(const json& request) {
+  auto cluster = find_cluster(store_, request);
+  if (!cluster) return cluster.error();
+  auto node = find_node(store_, *cluster, request);
+  if (!node) return node.error();
+  auto kind = required_string(request, "Kind");
+  if (!kind) return kind.error();
+  const std::string& c = cluster->id;
+  const std::string& id = node->instance_id;
+  provider::FaultDrill* drill = provider_.fault_drill();
+  if (!drill) {
+    return make_error(api::kValidationException,
+                      "Kind: this cluster's provider makes no fault drills");
+  }
+  if (!provider_.running(c, id)) {
+    return make_error(api::kConflictException, "NodeId: " + node->node_name + " is not running");
+  }
+  Status s;
+  std::string what;
+  if (*kind == "crash") {
+    s = provider_.terminate(c, id);
+    what = "killed the node's pid namespace";
+  } else if (*kind == "hang") {
+    s = drill->freeze(c, id);
+    what = "stopped every process of the node";
+  } else if (*kind == "xid") {
+    s = drill->append_kernel_log(
+        c, id, "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, name=, GPU has fallen off the bus.");
+    what = "logged an Xid 79 in the node's kernel log";
+  } else if (*kind == "ecc") {
+    s = drill->append_kernel_log(
+        c, id,
+        "EDAC MC0: 1 UE memory read error on CPU_SrcID#0_Ha#0_Chan#1_DIMM#0 (channel:1 slot:0 "
+        "page:0x1234 offset:0x0 grain:32 - OVERFLOW)");
+    what = "logged an uncorrectable memory error in the node's kernel log";
+  } else if (*kind == "disk-full") {
+    s = drill->fill_local_disk(c, id);
+    what = "filled the node's local disk";
+  } else if (*kind == "fsx-hang") {
+    s = drill->hang_shared_fs(c, id);
+    what = "made /fsx unresponsive on the node";
+  } else if (*kind == "slurmd-kill") {
+    s = drill->kill_slurmd(c, id);
+    what = "killed the node's slurmd";
+  } else {
+    return validation(
+        "Kind: must be one of crash, hang, xid, ecc, disk-full, slurmd-kill, fsx-hang");
+  }
+  if (!s) return s.error();
+  // The fault is made: its record failing is logged, not the drill.
+  auto recorded = store_.append_event({0, c, 0, "Instance", node->group, id, node->node_name,
+                                       "FaultInjected", *kind + ": " + what});
+  if (!recorded) log::error("{}: record the fault: {}", node->node_name, recorded.error().message);
+  return json{
+      {"NodeName", node->node_name}, {"InstanceId", id}, {"Kind", *kind}, {"Description", what}};
+}
+
+}  // namespace endure::controller

@@ -1,0 +1,58 @@
+#include "controller/lookup.h"
+
+#include "api/wire.h"
+
+namespace endure::controller {
+
+Error validation(const std::string& message) {
+  return make_error(api::kValidationException, message);
+}
+
+Result<std::string> required_string(const json& request, const char* field) {
+  if (!request.is_object()) return validation("request: must be a JSON object");
+  if (!request.contains(field)) return validation(std::string(field) + ": is required");
+  if (!request[field].is_string() || request[field].get<std::string>().empty()) {
+    return validation(std::string(field) + ": must be a non-empty string");
+  }
+  return request[field].get<std::string>();
+}
+
+std::string cluster_arn(const std::string& cluster_id) {
+  return "arn:endure:local:cluster/" + cluster_id;
+}
+
+Result<store::ClusterRow> find_cluster(store::Store& store, const json& request) {
+  auto name = required_string(request, "ClusterName");
+  if (!name) return name.error();
+  std::string prefix = cluster_arn("");
+  if (name->rfind(prefix, 0) == 0) {
+    auto row = store.cluster_by_id(name->substr(prefix.size()));
+    if (row && row->status != "Deleted") return *row;
+  } else if (auto row = store.cluster_by_name(*name)) {
+    return *row;
+  }
+  return make_error(api::kResourceNotFound, "ClusterName: no cluster named " + *name);
+}
+
+Result<store::InstanceRow> find_node(store::Store& store, const store::ClusterRow& cluster,
+                                     const json& request) {
+  auto id = required_string(request, "NodeId");
+  if (!id) return id.error();
+  for (const auto& r : store.instances(cluster.id, true)) {
+    if (r.instance_id == *id || r.node_name == *id) return r;
+  }
+  if (auto r = store.instance(*id); r && r->cluster_id == cluster.id) return *r;
+  return make_error(api::kResourceNotFound,
+                    "NodeId: cluster " + cluster.name + " has no node or instance " + *id);
+}
+
+Result<spec::ClusterModel> load_model(const store::ClusterRow& cluster) {
+  auto model = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index);
+  if (!model) {
+    return make_error(api::kInternalFailure, "stored spec of " + cluster.name +
+                                                 " no longer parses: " + model.error().message);
+  }
+  return model;
+}
+
+}  // namespace endure::controller

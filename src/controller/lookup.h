@@ -1,0 +1,36 @@
+// What every API action starts with: the request's required fields, the cluster its
+// ClusterName names, the node its NodeId names, and the cluster's stored model. One place,
+// so every action gives the same error for the same mistake.
+#pragma once
+
+#include <string>
+
+#include "common/json.h"
+#include "common/result.h"
+#include "spec/layout.h"
+#include "store/store.h"
+
+namespace endure::controller {
+
+// A ValidationException with the field-and-rule message.
+Error validation(const std::string& message);
+
+// A required, non-empty string field of a request object.
+Result<std::string> required_string(const json& request, const char* field);
+
+// The ARN of a cluster id.
+std::string cluster_arn(const std::string& cluster_id);
+
+// The live cluster a request's ClusterName (a name or an ARN) refers to.
+Result<store::ClusterRow> find_cluster(store::Store& store, const json& request);
+
+// The live instance a request's NodeId (an InstanceId or a node name) refers to; an
+// InstanceId of a terminated instance is found too.
+Result<store::InstanceRow> find_node(store::Store& store, const store::ClusterRow& cluster,
+                                     const json& request);
+
+// The cluster's stored spec, provisioning and layout; an InternalFailure when it no longer
+// parses (a stored spec was valid when it was accepted).
+Result<spec::ClusterModel> load_model(const store::ClusterRow& cluster);
+
+}  // namespace endure::controller

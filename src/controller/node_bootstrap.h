@@ -1,0 +1,39 @@
+// What a new node gets at boot: the files endured writes into it (Slurm's, the agent's
+// config, the resource config its lifecycle scripts read, the auto-resume config, the
+// munge key), assembled into the provider's launch request. Pure: no store, no provider.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "controller/config.h"
+#include "provider/node_provider.h"
+#include "spec/cluster_spec.h"
+#include "spec/layout.h"
+#include "store/store.h"
+
+namespace endure::controller {
+
+// The cluster-wide parts, made once per pass that launches a node.
+struct NodeFiles {
+  std::string slurm_conf;
+  std::string hosts;
+  std::string munge_key;
+  std::string auto_resume_token;
+};
+
+// The resource config every lifecycle script gets, in the spirit of the cloud service's
+// resource_config.json: the cluster, its groups, and every instance's name, address and role.
+json resource_config(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+                     const std::vector<store::InstanceRow>& rows);
+
+// The launch request of instance `row` in `slot`: every file of the node contract
+// (api/node_contract.h) that endured writes. The lifecycle source is the caller's to set.
+provider::LaunchRequest launch_request(const Config& config, const store::ClusterRow& cluster,
+                                       const spec::ClusterModel& model, const spec::NodeSlot& slot,
+                                       const spec::InstanceGroupSpec& group,
+                                       const store::InstanceRow& row,
+                                       const std::vector<store::InstanceRow>& rows,
+                                       const NodeFiles& files);
+
+}  // namespace endure::controller
