@@ -4,7 +4,12 @@
 // authenticated with `Authorization: Bearer <token>`. Field names follow the cloud
 // service's cluster API (ClusterName, InstanceGroups, InstanceId, ...). An error reply
 // has a non-2xx status and the body {"__type": <code>, "message": <text>}.
+//
+// The messages themselves (one struct per request and per reply, with their field names)
+// are in messages.h; this file holds the action names and the constants both sides use.
 #pragma once
+
+#include <array>
 
 namespace endure::api {
 
@@ -23,36 +28,39 @@ inline constexpr const char* kUpdateCluster = "UpdateCluster";
 inline constexpr const char* kDeleteCluster = "DeleteCluster";
 inline constexpr const char* kListClusterEvents = "ListClusterEvents";
 inline constexpr const char* kGetClusterNodeLog = "GetClusterNodeLog";
-// {ClusterName, NodeIds[1..25]} -> {Successful: [ids], Failed: [{NodeId, Code, Message}]}
 inline constexpr const char* kBatchRebootClusterNodes = "BatchRebootClusterNodes";
 inline constexpr const char* kBatchReplaceClusterNodes = "BatchReplaceClusterNodes";
-// {ClusterName, NodeIds?[names or ids; default every worker]} -> {HealthCheckId, Nodes[]}
+// At most this many NodeIds in one BatchReboot/BatchReplaceClusterNodes call.
+inline constexpr int kMaxBatchNodes = 25;
 inline constexpr const char* kStartClusterHealthCheck = "StartClusterHealthCheck";
-// Agent: {InstanceId, Id, Results[{Check, Passed, Detail, Metrics}]}
+// At most this many NodeIds in one StartClusterHealthCheck call.
+inline constexpr int kMaxHealthCheckNodes = 64;
 inline constexpr const char* kAgentReportDeepHealthCheck = "AgentReportDeepHealthCheck";
 // Port of the deep check's network test server, on each node's own address.
 inline constexpr int kDeepCheckNetworkPort = 15000;
-// {ClusterName, NodeId, Kind}: makes a real fault on a node (tests, drills).
+// Makes a real fault on a node (tests, drills).
 inline constexpr const char* kDebugInjectFault = "DebugInjectFault";
-// {} -> {ReconcilePasses}: passes completed since endured started, so that a test or a
-// drill can wait until a change has been looked at instead of sleeping.
+// DebugInjectFault's Kind: every fault endured can make.
+inline constexpr std::array kFaultKinds = {"crash",     "hang",        "xid",     "ecc",
+                                           "disk-full", "slurmd-kill", "fsx-hang"};
+// Reconcile passes completed since endured started, so that a test or a drill can wait
+// until a change has been looked at instead of sleeping.
 inline constexpr const char* kDebugDescribeController = "DebugDescribeController";
-// Where to run a command inside a node: {ClusterName, NodeId} -> {Pid, NodeName}.
-// The local provider's nodes are namespaces on this host, so the CLI enters them itself.
+// Where to run a command inside a node. The local provider's nodes are namespaces on this
+// host, so the CLI enters them itself.
 inline constexpr const char* kGetNodeExecTarget = "GetNodeExecTarget";
 
 // Agent actions, authenticated with the node's own join token (not the operator token),
 // and the header that names the instance the token belongs to.
 inline constexpr const char* kAgentReportLifecycle = "AgentReportLifecycle";
 inline constexpr const char* kAgentHeartbeat = "AgentHeartbeat";
+// AgentReportLifecycle's Status.
+inline constexpr std::array kLifecycleStatuses = {"InProgress", "Succeeded", "Failed"};
 inline constexpr const char* kInstanceIdHeader = "X-Endure-Instance-Id";
 
 // srun's auto-resume supervisor (src/autoresume/), authenticated with the cluster's
 // auto-resume token (from the node's /opt/endure/config/auto_resume.json) or the operator's.
-// {ClusterName, JobId, Nodes[], StepStartTime, FailedAt, Resumes, Succeeded?}
-//   -> {Decision: Fault|Healthy|Pending, Reason, FaultyNodes, Resume, ResumeCount, MaxResumes}
 inline constexpr const char* kAutoResumeStepFailed = "AutoResumeStepFailed";
-// {ClusterName, JobId} -> {State: None|Waiting|Ready|Failed, ResumeCount, Reason, Message}
 inline constexpr const char* kAutoResumeStatus = "AutoResumeStatus";
 
 // Error codes (the reply's "__type").

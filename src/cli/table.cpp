@@ -1,6 +1,9 @@
 #include "cli/table.h"
 
 #include <algorithm>
+#include <ostream>
+
+#include "api/fields.h"
 
 namespace endure::cli {
 namespace {
@@ -114,6 +117,150 @@ std::string format_fields(const std::vector<std::pair<std::string, std::string>>
     out += line + "\n";
   }
   return out;
+}
+
+// Reply printers.
+
+namespace {
+
+namespace f = api::field;
+
+// "InstanceStatus.Status": a dotted path of wire field names, for find_path and Column.
+std::string path(const char* outer, const char* inner) { return std::string(outer) + "." + inner; }
+
+// A column that shows a field under the field's own name.
+Column same(const char* name) { return {name, name}; }
+
+}  // namespace
+
+void print_cluster_arn(const json& reply, std::ostream& out) {
+  out << cell_text(find_path(reply, f::kClusterArn)) << "\n";
+}
+
+void print_cluster(const json& reply, std::ostream& out) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const char* key : {f::kClusterName, f::kClusterArn, f::kClusterStatus, f::kCreationTime,
+                          f::kFailureMessage, f::kNodeRecovery}) {
+    const json* value = find_path(reply, key);
+    bool empty = !value || value->is_null() || (value->is_string() && value->empty());
+    if (std::string_view(key) == f::kFailureMessage && empty) continue;
+    fields.emplace_back(key, cell_text(value));
+  }
+  out << format_fields(fields) << "\n";
+  const json* groups = find_path(reply, f::kInstanceGroups);
+  out << format_json_table(
+      groups ? *groups : json(),
+      {same(f::kInstanceGroupName), same(f::kRole), same(f::kInstanceType), same(f::kCurrentCount),
+       same(f::kTargetCount), same(f::kPartitionName)});
+}
+
+void print_clusters(const json& reply, std::ostream& out) {
+  const json* list = find_path(reply, f::kClusterSummaries);
+  out << format_json_table(list ? *list : json(),
+                           {same(f::kClusterName), same(f::kClusterStatus), same(f::kCreationTime),
+                            same(f::kClusterId), same(f::kClusterArn)});
+}
+
+void print_nodes(const json& reply, std::ostream& out) {
+  const json* list = find_path(reply, f::kClusterNodeSummaries);
+  out << format_json_table(list ? *list : json(),
+                           {same(f::kNodeName),
+                            same(f::kInstanceId),
+                            same(f::kInstanceGroupName),
+                            same(f::kInstanceType),
+                            {f::kStatus, path(f::kInstanceStatus, f::kStatus)},
+                            {f::kMessage, path(f::kInstanceStatus, f::kMessage)},
+                            same(f::kLaunchTime)});
+}
+
+void print_node(const json& reply, std::ostream& out) {
+  const json* node = find_path(reply, f::kNodeDetails);
+  const json& details = node ? *node : reply;
+  static const std::vector<Column> kFields = {
+      same(f::kNodeName),
+      same(f::kInstanceId),
+      same(f::kInstanceGroupName),
+      same(f::kInstanceType),
+      same(f::kRole),
+      {f::kStatus, path(f::kInstanceStatus, f::kStatus)},
+      {f::kMessage, path(f::kInstanceStatus, f::kMessage)},
+      same(f::kLaunchTime),
+      same(f::kPrivatePrimaryIp),
+      same(f::kPrivateDnsHostname),
+      same(f::kSlurmdPort),
+      same(f::kThreadsPerCore),
+      {f::kSourceS3Uri, path(f::kLifeCycleConfig, f::kSourceS3Uri)},
+      {f::kOnCreate, path(f::kLifeCycleConfig, f::kOnCreate)},
+      {std::string(f::kLifeCycle) + f::kStatus, path(f::kLifeCycle, f::kStatus)},
+      {std::string(f::kLifeCycle) + f::kExitCode, path(f::kLifeCycle, f::kExitCode)},
+      {f::kLogPath, path(f::kLifeCycle, f::kLogPath)},
+  };
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const auto& c : kFields)
+    fields.emplace_back(c.header, cell_text(find_path(details, c.path)));
+  out << format_fields(fields);
+
+  // LastLines may come as one string or as a list of lines.
+  std::vector<std::string> lines;
+  if (const json* last = find_path(details, path(f::kLifeCycle, f::kLastLines)); last) {
+    if (last->is_string()) {
+      std::string text = last->get<std::string>();
+      size_t begin = 0;
+      while (begin < text.size()) {
+        size_t end = text.find('\n', begin);
+        if (end == std::string::npos) end = text.size();
+        lines.push_back(text.substr(begin, end - begin));
+        begin = end + 1;
+      }
+    } else if (last->is_array()) {
+      for (const auto& l : *last) lines.push_back(cell_text(&l));
+    }
+  }
+  out << f::kLastLines << ":" << (lines.empty() ? " -" : "") << "\n";
+  for (const auto& l : lines) out << "  " << l << "\n";
+}
+
+void print_events(const json& reply, std::ostream& out) {
+  const json* list = find_path(reply, f::kEvents);
+  out << format_json_table(list ? *list : json(),
+                           {same(f::kEventId), same(f::kEventTime), same(f::kNodeName),
+                            same(f::kEventType), same(f::kDescription)});
+}
+
+void print_log(const json& reply, std::ostream& out) {
+  const json* log = find_path(reply, f::kLog);
+  if (!log || !log->is_string()) return;
+  out << log->get<std::string>();
+  out.flush();
+}
+
+void print_batch(const json& reply, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  if (const json* ok = find_path(reply, f::kSuccessful); ok && ok->is_array()) {
+    for (const auto& id : *ok) rows.push_back({cell_text(&id), f::kSuccessful, ""});
+  }
+  if (const json* failed = find_path(reply, f::kFailed); failed && failed->is_array()) {
+    for (const auto& e : *failed) {
+      rows.push_back({cell_text(find_path(e, f::kNodeId)), cell_text(find_path(e, f::kCode)),
+                      cell_text(find_path(e, f::kMessage))});
+    }
+  }
+  out << format_table({f::kNodeId, "Result", f::kMessage}, rows);
+}
+
+void print_health_check(const json& reply, std::ostream& out) {
+  std::string nodes;
+  if (const json* list = find_path(reply, f::kNodes); list && list->is_array()) {
+    for (const auto& n : *list) nodes += (nodes.empty() ? "" : ", ") + cell_text(&n);
+  }
+  out << "deep health check " << cell_text(find_path(reply, f::kHealthCheckId)) << " on " << nodes
+      << " (reservation " << cell_text(find_path(reply, f::kReservation)) << ")\n";
+}
+
+void print_fault(const json& reply, std::ostream& out) {
+  out << cell_text(find_path(reply, f::kNodeName)) << " ("
+      << cell_text(find_path(reply, f::kInstanceId))
+      << "): " << cell_text(find_path(reply, f::kDescription)) << "\n";
 }
 
 }  // namespace endure::cli

@@ -1,6 +1,7 @@
 // Plain-text output for people: aligned tables and key/value blocks, for `--output table`.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -42,5 +43,19 @@ std::string format_json_table(const json& items, const std::vector<Column>& colu
 // "Key:  value" lines with the values aligned one column after the longest key.
 // Newlines and tabs inside a value become spaces.
 std::string format_fields(const std::vector<std::pair<std::string, std::string>>& fields);
+
+// `--output table` printers of endured's replies, one per reply shape. Headers and paths
+// are the wire's field names (api/fields.h). They read the reply as JSON rather than as a
+// message type so that a field endured leaves out prints as "-" instead of failing.
+void print_cluster_arn(const json& reply, std::ostream& out);   // Create/Update/DeleteCluster
+void print_cluster(const json& reply, std::ostream& out);       // DescribeCluster
+void print_clusters(const json& reply, std::ostream& out);      // ListClusters
+void print_nodes(const json& reply, std::ostream& out);         // ListClusterNodes
+void print_node(const json& reply, std::ostream& out);          // DescribeClusterNode
+void print_events(const json& reply, std::ostream& out);        // ListClusterEvents
+void print_log(const json& reply, std::ostream& out);           // GetClusterNodeLog
+void print_batch(const json& reply, std::ostream& out);         // BatchReboot/Replace...
+void print_health_check(const json& reply, std::ostream& out);  // StartClusterHealthCheck
+void print_fault(const json& reply, std::ostream& out);         // DebugInjectFault
 
 }  // namespace endure::cli

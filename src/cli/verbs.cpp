@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/messages.h"
 #include "api/wire.h"
 #include "cli/table.h"
 #include "common/fs.h"
@@ -31,6 +32,8 @@
 
 namespace endure::cli {
 namespace {
+
+namespace f = api::field;
 
 // Error codes the CLI makes itself (a server's codes pass through as they are).
 constexpr const char* kUsage = "Usage";                          // bad input: exit 2
@@ -224,7 +227,7 @@ class Session {
     auto reply = call(action, *request);
     if (!reply) return report(reply.error());
     if (wait && wait->enabled) {
-      std::string cluster = cell_text(find_path(*request, "ClusterName"));
+      std::string cluster = cell_text(find_path(*request, f::kClusterName));
       if (int rc = wait_for(cluster, until, wait->timeout_s); rc != kExitOk) return rc;
     }
     print(*reply, output);
@@ -294,12 +297,13 @@ class Session {
     return {};
   }
 
-  // Polls DescribeCluster four times a second (a local cluster is up in about one) until the cluster is InService (or, for kGone, is
-  // no more), printing a progress line to stderr whenever what it shows changes.
+  // Polls DescribeCluster four times a second (a local cluster is up in about one) until the
+  // cluster is InService (or, for kGone, is no more), printing a progress line to stderr whenever
+  // what it shows changes.
   int wait_for(const std::string& cluster, WaitUntil until, double timeout_s) {
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
-    const json request = {{"ClusterName", cluster}};
+    const json request = api::DescribeClusterRequest{cluster}.to_json();
     std::string last_line;
     std::string status = "unknown";
     auto progress = [&](const std::string& line) {
@@ -313,10 +317,15 @@ class Session {
     for (;;) {
       auto reply = call(api::kDescribeCluster, request);
       if (reply) {
-        status = cell_text(find_path(*reply, "ClusterStatus"));
-        progress(progress_line(*reply));
+        auto described = api::DescribeClusterReply::from_json(*reply);
+        if (!described) {
+          return report(
+              make_error(kFailed, "DescribeCluster's reply: " + described.error().message));
+        }
+        status = described->cluster_status;
+        progress(progress_line(*described));
         if (status == "Failed") {
-          std::string why = cell_text(find_path(*reply, "FailureMessage"));
+          std::string why = described->failure_message.value_or("-");
           std::cerr << "Cluster " << cluster << " failed: " << why << "\n";
           return kExitFailed;
         }
@@ -344,16 +353,13 @@ class Session {
   }
 
   // "Creating: controller 1/1, worker 2/4": the status, then CurrentCount/TargetCount.
-  static std::string progress_line(const json& cluster) {
+  static std::string progress_line(const api::DescribeClusterReply& cluster) {
     std::vector<std::string> groups;
-    if (const json* list = find_path(cluster, "InstanceGroups"); list && list->is_array()) {
-      for (const auto& g : *list) {
-        groups.push_back(cell_text(find_path(g, "InstanceGroupName")) + " " +
-                         cell_text(find_path(g, "CurrentCount")) + "/" +
-                         cell_text(find_path(g, "TargetCount")));
-      }
+    for (const auto& g : cluster.instance_groups) {
+      groups.push_back(g.instance_group_name + " " + std::to_string(g.current_count) + "/" +
+                       std::to_string(g.target_count));
     }
-    std::string line = cell_text(find_path(cluster, "ClusterStatus"));
+    const std::string& line = cluster.cluster_status;
     return groups.empty() ? line : line + ": " + join(groups, ", ");
   }
 
@@ -364,114 +370,6 @@ class Session {
 
 using SessionPtr = std::shared_ptr<Session>;
 using Selected = std::function<int()>*;
-
-// Table printers, one per reply shape.
-
-void print_arn(const json& reply, std::ostream& out) {
-  out << cell_text(find_path(reply, "ClusterArn")) << "\n";
-}
-
-void print_cluster(const json& reply, std::ostream& out) {
-  std::vector<std::pair<std::string, std::string>> fields;
-  for (const char* key : {"ClusterName", "ClusterArn", "ClusterStatus", "CreationTime",
-                          "FailureMessage", "NodeRecovery"}) {
-    const json* value = find_path(reply, key);
-    bool empty = !value || value->is_null() || (value->is_string() && value->empty());
-    if (std::string(key) == "FailureMessage" && empty) continue;
-    fields.emplace_back(key, cell_text(value));
-  }
-  out << format_fields(fields) << "\n";
-  const json* groups = find_path(reply, "InstanceGroups");
-  out << format_json_table(groups ? *groups : json(), {{"InstanceGroupName", "InstanceGroupName"},
-                                                       {"Role", "Role"},
-                                                       {"InstanceType", "InstanceType"},
-                                                       {"CurrentCount", "CurrentCount"},
-                                                       {"TargetCount", "TargetCount"},
-                                                       {"PartitionName", "PartitionName"}});
-}
-
-void print_clusters(const json& reply, std::ostream& out) {
-  const json* list = find_path(reply, "ClusterSummaries");
-  out << format_json_table(list ? *list : json(), {{"ClusterName", "ClusterName"},
-                                                   {"ClusterStatus", "ClusterStatus"},
-                                                   {"CreationTime", "CreationTime"},
-                                                   {"ClusterId", "ClusterId"},
-                                                   {"ClusterArn", "ClusterArn"}});
-}
-
-void print_nodes(const json& reply, std::ostream& out) {
-  const json* list = find_path(reply, "ClusterNodeSummaries");
-  out << format_json_table(list ? *list : json(), {{"NodeName", "NodeName"},
-                                                   {"InstanceId", "InstanceId"},
-                                                   {"InstanceGroupName", "InstanceGroupName"},
-                                                   {"InstanceType", "InstanceType"},
-                                                   {"Status", "InstanceStatus.Status"},
-                                                   {"Message", "InstanceStatus.Message"},
-                                                   {"LaunchTime", "LaunchTime"}});
-}
-
-void print_node(const json& reply, std::ostream& out) {
-  const json* node = find_path(reply, "NodeDetails");
-  const json& details = node ? *node : reply;
-  static const std::vector<Column> kFields = {
-      {"NodeName", "NodeName"},
-      {"InstanceId", "InstanceId"},
-      {"InstanceGroupName", "InstanceGroupName"},
-      {"InstanceType", "InstanceType"},
-      {"Role", "Role"},
-      {"Status", "InstanceStatus.Status"},
-      {"Message", "InstanceStatus.Message"},
-      {"LaunchTime", "LaunchTime"},
-      {"PrivatePrimaryIp", "PrivatePrimaryIp"},
-      {"PrivateDnsHostname", "PrivateDnsHostname"},
-      {"SlurmPort", "SlurmPort"},
-      {"ThreadsPerCore", "ThreadsPerCore"},
-      {"SourceS3Uri", "LifeCycleConfig.SourceS3Uri"},
-      {"OnCreate", "LifeCycleConfig.OnCreate"},
-      {"LifeCycleStatus", "LifeCycle.Status"},
-      {"LifeCycleExitCode", "LifeCycle.ExitCode"},
-      {"LogPath", "LifeCycle.LogPath"},
-  };
-  std::vector<std::pair<std::string, std::string>> fields;
-  for (const auto& f : kFields)
-    fields.emplace_back(f.header, cell_text(find_path(details, f.path)));
-  out << format_fields(fields);
-
-  // LastLines may come as one string or as a list of lines.
-  std::vector<std::string> lines;
-  if (const json* last = find_path(details, "LifeCycle.LastLines"); last) {
-    if (last->is_string()) {
-      std::string text = last->get<std::string>();
-      size_t begin = 0;
-      while (begin < text.size()) {
-        size_t end = text.find('\n', begin);
-        if (end == std::string::npos) end = text.size();
-        lines.push_back(text.substr(begin, end - begin));
-        begin = end + 1;
-      }
-    } else if (last->is_array()) {
-      for (const auto& l : *last) lines.push_back(cell_text(&l));
-    }
-  }
-  out << "LastLines:" << (lines.empty() ? " -" : "") << "\n";
-  for (const auto& l : lines) out << "  " << l << "\n";
-}
-
-void print_events(const json& reply, std::ostream& out) {
-  const json* list = find_path(reply, "Events");
-  out << format_json_table(list ? *list : json(), {{"EventId", "EventId"},
-                                                   {"EventTime", "EventTime"},
-                                                   {"NodeName", "NodeName"},
-                                                   {"EventType", "EventType"},
-                                                   {"Description", "Description"}});
-}
-
-void print_log(const json& reply, std::ostream& out) {
-  const json* log = find_path(reply, "Log");
-  if (!log || !log->is_string()) return;
-  out << log->get<std::string>();
-  out.flush();
-}
 
 // Verb registration.
 
@@ -499,14 +397,16 @@ void add_wait_options(CLI::App* verb, WaitOptions& wait, const std::string& unti
 // A spec file may name its lifecycle folders relative to itself ("../lifecycle/base"):
 // the CLI makes such plain paths absolute, since endured does not know where the file was.
 void resolve_lifecycle_folders(json& request, const std::filesystem::path& base) {
-  if (!request.contains("InstanceGroups") || !request["InstanceGroups"].is_array()) return;
-  for (auto& group : request["InstanceGroups"]) {
-    if (!group.is_object() || !group.contains("LifeCycleConfig")) continue;
-    auto& lc = group["LifeCycleConfig"];
-    if (!lc.is_object() || !lc.contains("SourceS3Uri") || !lc["SourceS3Uri"].is_string()) continue;
-    std::string uri = lc["SourceS3Uri"].get<std::string>();
+  if (!request.contains(f::kInstanceGroups) || !request[f::kInstanceGroups].is_array()) return;
+  for (auto& group : request[f::kInstanceGroups]) {
+    if (!group.is_object() || !group.contains(f::kLifeCycleConfig)) continue;
+    auto& lc = group[f::kLifeCycleConfig];
+    if (!lc.is_object() || !lc.contains(f::kSourceS3Uri) || !lc[f::kSourceS3Uri].is_string()) {
+      continue;
+    }
+    std::string uri = lc[f::kSourceS3Uri].get<std::string>();
     if (uri.empty() || uri[0] == '/' || uri.find("://") != std::string::npos) continue;
-    lc["SourceS3Uri"] = (base / uri).lexically_normal().string();
+    lc[f::kSourceS3Uri] = (base / uri).lexically_normal().string();
   }
 }
 
@@ -515,15 +415,15 @@ void add_create_cluster(CLI::App& app, SessionPtr s, Selected selected) {
       "create-cluster", "Create a cluster from a spec: --cli-input-json file://spec.json");
   auto request = std::make_shared<RequestBuilder>(verb);
   auto wait = std::make_shared<WaitOptions>();
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name of the new cluster", true);
-  request->add(Kind::kJsonArray, "--instance-groups", "InstanceGroups",
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name of the new cluster", true);
+  request->add(Kind::kJsonArray, "--instance-groups", f::kInstanceGroups,
                "the instance groups as a JSON array (inline or file://PATH)", true);
-  request->add(Kind::kText, "--node-recovery", "NodeRecovery", "Automatic or None");
+  request->add(Kind::kText, "--node-recovery", f::kNodeRecovery, "Automatic or None");
   add_wait_options(verb, *wait, "the cluster is InService");
   on_run(verb, selected, [s, request, wait] {
     auto built = request->build();
     if (built) resolve_lifecycle_folders(*built, request->base_folder());
-    return s->run(api::kCreateCluster, std::move(built), {print_arn}, wait.get());
+    return s->run(api::kCreateCluster, std::move(built), {print_cluster_arn}, wait.get());
   });
 }
 
@@ -531,7 +431,7 @@ void add_describe_cluster(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* verb =
       app.add_subcommand("describe-cluster", "Show a cluster's status and instance groups");
   auto request = std::make_shared<RequestBuilder>(verb);
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
   on_run(verb, selected,
          [s, request] { return s->run(api::kDescribeCluster, request->build(), {print_cluster}); });
 }
@@ -546,8 +446,8 @@ void add_list_clusters(CLI::App& app, SessionPtr s, Selected selected) {
 void add_list_cluster_nodes(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* verb = app.add_subcommand("list-cluster-nodes", "List a cluster's nodes");
   auto request = std::make_shared<RequestBuilder>(verb);
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
-  request->add(Kind::kText, "--instance-group-name-contains", "InstanceGroupNameContains",
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--instance-group-name-contains", f::kInstanceGroupNameContains,
                "only nodes of groups whose name contains this");
   on_run(verb, selected,
          [s, request] { return s->run(api::kListClusterNodes, request->build(), {print_nodes}); });
@@ -557,8 +457,8 @@ void add_describe_cluster_node(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* verb = app.add_subcommand("describe-cluster-node",
                                       "Show one node: its status, lifecycle script and addresses");
   auto request = std::make_shared<RequestBuilder>(verb);
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
-  request->add(Kind::kText, "--node-id", "NodeId", "instance id or node name (e.g. worker-3)",
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--node-id", f::kNodeId, "instance id or node name (e.g. worker-3)",
                true);
   on_run(verb, selected, [s, request] {
     return s->run(api::kDescribeClusterNode, request->build(), {print_node});
@@ -567,39 +467,33 @@ void add_describe_cluster_node(CLI::App& app, SessionPtr s, Selected selected) {
 
 // UpdateCluster wants every group; this is every group as DescribeCluster shows it, with
 // the named groups' counts replaced.
-Result<json> instance_groups_with_counts(const json& cluster, const std::vector<std::string>& names,
+Result<json> instance_groups_with_counts(const api::DescribeClusterReply& cluster,
+                                         const std::vector<std::string>& names,
                                          const std::vector<long long>& counts) {
-  const json* described = find_path(cluster, "InstanceGroups");
-  if (!described || !described->is_array()) {
-    return make_error(kFailed, "DescribeCluster's reply has no InstanceGroups list");
-  }
   json groups = json::array();
   std::vector<std::string> have;
   std::set<std::string> found;
-  for (const json& g : *described) {
-    std::string name = cell_text(find_path(g, "InstanceGroupName"));
-    have.push_back(name);
-    json group = json::object();
-    group["InstanceGroupName"] = name;
-    if (const json* type = find_path(g, "InstanceType")) group["InstanceType"] = *type;
-    const json* target = find_path(g, "TargetCount");
-    if (!target || target->is_null()) target = find_path(g, "CurrentCount");
-    if (target) group["InstanceCount"] = *target;
+  for (const auto& g : cluster.instance_groups) {
+    have.push_back(g.instance_group_name);
+    api::InstanceGroupSpec spec;
+    spec.instance_group_name = g.instance_group_name;
+    spec.instance_type = g.instance_type;
+    spec.instance_count = g.target_count;
+    spec.life_cycle_config = g.life_cycle_config;
+    spec.threads_per_core = g.threads_per_core;
+    json group = spec.to_json();
     for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == name) {
-        group["InstanceCount"] = counts[i];
-        found.insert(name);
+      if (names[i] == g.instance_group_name) {
+        // As given, not narrowed to int: endured's range check words the error.
+        group[f::kInstanceCount] = counts[i];
+        found.insert(names[i]);
       }
-    }
-    for (const char* key : {"LifeCycleConfig", "ThreadsPerCore"}) {
-      if (const json* value = find_path(g, key); value && !value->is_null()) group[key] = *value;
     }
     groups.push_back(std::move(group));
   }
   for (const auto& name : names) {
     if (!found.count(name)) {
-      return usage("--instance-group-name " + name + ": cluster " +
-                   cell_text(find_path(cluster, "ClusterName")) +
+      return usage("--instance-group-name " + name + ": cluster " + cluster.cluster_name +
                    " has no such instance group (it has: " + join(have, ", ") + ")");
     }
   }
@@ -618,11 +512,11 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
     std::vector<long long> counts;
   };
   auto counts = std::make_shared<Counts>();
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
   CLI::Option* groups =
-      request->add(Kind::kJsonArray, "--instance-groups", "InstanceGroups",
+      request->add(Kind::kJsonArray, "--instance-groups", f::kInstanceGroups,
                    "every instance group as a JSON array (inline or file://PATH)");
-  request->add(Kind::kText, "--node-recovery", "NodeRecovery", "Automatic or None");
+  request->add(Kind::kText, "--node-recovery", f::kNodeRecovery, "Automatic or None");
   verb->add_option("--instance-group-name", counts->names,
                    "a group whose count --instance-count sets; the others keep theirs")
       ->allow_extra_args(false)
@@ -642,17 +536,23 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
                                std::to_string(counts->names.size()) + " and " +
                                std::to_string(counts->counts.size()) + ")"));
       }
-      auto cluster = s->call(api::kDescribeCluster, {{"ClusterName", body["ClusterName"]}});
-      if (!cluster) return s->report(cluster.error());
+      // The name as given (any JSON): endured's answer to a bad one is the error shown.
+      auto reply = s->call(api::kDescribeCluster, {{f::kClusterName, body[f::kClusterName]}});
+      if (!reply) return s->report(reply.error());
+      auto cluster = api::DescribeClusterReply::from_json(*reply);
+      if (!cluster) {
+        return s->report(
+            make_error(kFailed, "DescribeCluster's reply: " + cluster.error().message));
+      }
       auto list = instance_groups_with_counts(*cluster, counts->names, counts->counts);
       if (!list) return s->report(list.error());
-      body["InstanceGroups"] = std::move(*list);
-    } else if (!body.contains("InstanceGroups")) {
+      body[f::kInstanceGroups] = std::move(*list);
+    } else if (!body.contains(f::kInstanceGroups)) {
       return s->report(
           usage("missing --instance-groups, or --instance-group-name with --instance-count (or "
                 "\"InstanceGroups\" in --cli-input-json); see 'endure update-cluster --help'"));
     }
-    return s->run(api::kUpdateCluster, body, {print_arn}, wait.get());
+    return s->run(api::kUpdateCluster, body, {print_cluster_arn}, wait.get());
   });
 }
 
@@ -660,10 +560,11 @@ void add_delete_cluster(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* verb = app.add_subcommand("delete-cluster", "Delete a cluster and all its nodes");
   auto request = std::make_shared<RequestBuilder>(verb);
   auto wait = std::make_shared<WaitOptions>();
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
   add_wait_options(verb, *wait, "the cluster is gone");
   on_run(verb, selected, [s, request, wait] {
-    return s->run(api::kDeleteCluster, request->build(), {print_arn}, wait.get(), WaitUntil::kGone);
+    return s->run(api::kDeleteCluster, request->build(), {print_cluster_arn}, wait.get(),
+                  WaitUntil::kGone);
   });
 }
 
@@ -671,9 +572,9 @@ void add_list_cluster_events(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* verb =
       app.add_subcommand("list-cluster-events", "List a cluster's events, oldest first");
   auto request = std::make_shared<RequestBuilder>(verb);
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
-  request->add(Kind::kText, "--node-name", "NodeName", "only events of this node");
-  request->add(Kind::kInteger, "--max-results", "MaxResults", "at most this many events");
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--node-name", f::kNodeName, "only events of this node");
+  request->add(Kind::kInteger, "--max-results", f::kMaxResults, "at most this many events");
   on_run(verb, selected, [s, request] {
     return s->run(api::kListClusterEvents, request->build(), {print_events});
   });
@@ -684,8 +585,8 @@ void add_get_cluster_node_log(CLI::App& app, SessionPtr s, Selected selected) {
       app.add_subcommand("get-cluster-node-log",
                          "Print a node's lifecycle-script output (as JSON with --output json)");
   auto request = std::make_shared<RequestBuilder>(verb);
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
-  request->add(Kind::kText, "--node-id", "NodeId", "instance id or node name (e.g. worker-3)",
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--node-id", f::kNodeId, "instance id or node name (e.g. worker-3)",
                true);
   on_run(verb, selected, [s, request] {
     return s->run(api::kGetClusterNodeLog, request->build(),
@@ -698,8 +599,8 @@ void add_exec(CLI::App& app, SessionPtr s, Selected selected) {
       "exec", "Run a command inside a node (default: a login shell): exec ... -- CMD ARGS...");
   auto request = std::make_shared<RequestBuilder>(verb);
   auto command = std::make_shared<std::vector<std::string>>();
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
-  request->add(Kind::kText, "--node", "NodeId", "node name (e.g. worker-3) or instance id", true);
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--node", f::kNodeId, "node name (e.g. worker-3) or instance id", true);
   verb->add_option("command", *command, "the command and its arguments, after --");
   verb->footer("Needs root: it enters the node's namespaces with nsenter.");
 
@@ -712,18 +613,17 @@ void add_exec(CLI::App& app, SessionPtr s, Selected selected) {
     }
     auto target = s->call(api::kGetNodeExecTarget, *built);
     if (!target) return s->report(target.error());
-    const json* pid = find_path(*target, "Pid");
-    if (!pid || !pid->is_number_integer() || pid->get<long long>() <= 0) {
+    auto where = api::GetNodeExecTargetReply::from_json(*target);
+    if (!where) {
+      return s->report(make_error(kFailed, "GetNodeExecTarget's reply: " + where.error().message));
+    }
+    if (where->pid <= 0) {
       return s->report(make_error(kFailed, "GetNodeExecTarget's reply has no valid Pid"));
     }
-    const json* name = find_path(*target, "NodeName");
-    std::string node_name = name && name->is_string() ? name->get<std::string>()
-                                                      : cell_text(find_path(*built, "NodeId"));
 
-    std::vector<std::string> cmd = command->empty() ? std::vector<std::string>{"/bin/bash", "-l"}
-                                                   : *command;
-    std::vector<std::string> argv =
-        provider::node_exec_argv(static_cast<int>(pid->get<long long>()), node_name, cmd);
+    std::vector<std::string> cmd =
+        command->empty() ? std::vector<std::string>{"/bin/bash", "-l"} : *command;
+    std::vector<std::string> argv = provider::node_exec_argv(where->pid, where->node_name, cmd);
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);
@@ -737,46 +637,26 @@ void add_exec(CLI::App& app, SessionPtr s, Selected selected) {
 
 }  // namespace
 
-void print_batch(const json& reply, std::ostream& out) {
-  std::vector<std::vector<std::string>> rows;
-  if (const json* ok = find_path(reply, "Successful"); ok && ok->is_array()) {
-    for (const auto& id : *ok) rows.push_back({cell_text(&id), "Successful", ""});
-  }
-  if (const json* failed = find_path(reply, "Failed"); failed && failed->is_array()) {
-    for (const auto& f : *failed) {
-      rows.push_back({cell_text(find_path(f, "NodeId")), cell_text(find_path(f, "Code")),
-                      cell_text(find_path(f, "Message"))});
-    }
-  }
-  out << format_table({"NodeId", "Result", "Message"}, rows);
-}
-
 // batch-reboot-cluster-nodes and batch-replace-cluster-nodes: the same request shape.
 void add_batch_nodes(CLI::App& app, SessionPtr s, Selected selected, const char* name,
                      const char* action, const char* help) {
   CLI::App* verb = app.add_subcommand(name, help);
   auto request = std::make_shared<RequestBuilder>(verb);
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
   auto ids = std::make_shared<std::vector<std::string>>();
-  verb->add_option("--node-ids", *ids, "instance ids, at most 25 (required)");
-  on_run(verb, selected, [s, request, ids, action] {
+  const std::string limit = std::to_string(api::kMaxBatchNodes);
+  verb->add_option("--node-ids", *ids, "instance ids, at most " + limit + " (required)");
+  on_run(verb, selected, [s, request, ids, action, limit] {
     auto built = request->build();
-    if (built && !ids->empty()) (*built)["NodeIds"] = *ids;
-    if (built && !built->contains("NodeIds")) built = usage("--node-ids: is required");
-    if (built && (*built)["NodeIds"].is_array() && (*built)["NodeIds"].size() > 25) {
-      built = usage("--node-ids: at most 25 instance ids at a time");
+    if (built && !ids->empty()) (*built)[f::kNodeIds] = *ids;
+    if (built && !built->contains(f::kNodeIds)) built = usage("--node-ids: is required");
+    // Only the limit is checked here; endured words every other rule (exit 1, as before).
+    if (built && (*built)[f::kNodeIds].is_array() &&
+        (*built)[f::kNodeIds].size() > static_cast<size_t>(api::kMaxBatchNodes)) {
+      built = usage("--node-ids: at most " + limit + " instance ids at a time");
     }
     return s->run(action, std::move(built), {print_batch});
   });
-}
-
-void print_health_check(const json& reply, std::ostream& out) {
-  std::string nodes;
-  if (const json* list = find_path(reply, "Nodes"); list && list->is_array()) {
-    for (const auto& n : *list) nodes += (nodes.empty() ? "" : ", ") + cell_text(&n);
-  }
-  out << "deep health check " << cell_text(find_path(reply, "HealthCheckId")) << " on " << nodes
-      << " (reservation " << cell_text(find_path(reply, "Reservation")) << ")\n";
 }
 
 void add_start_health_check(CLI::App& app, SessionPtr s, Selected selected) {
@@ -784,34 +664,27 @@ void add_start_health_check(CLI::App& app, SessionPtr s, Selected selected) {
       "start-cluster-health-check",
       "Run deep health checks (CPU, memory, disk, node-to-node network) on worker nodes");
   auto request = std::make_shared<RequestBuilder>(verb);
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
   auto nodes = std::make_shared<std::vector<std::string>>();
   verb->add_option("--nodes", *nodes, "node names or instance ids (default: every worker)");
   on_run(verb, selected, [s, request, nodes] {
     auto built = request->build();
-    if (built && !nodes->empty()) (*built)["NodeIds"] = *nodes;
+    if (built && !nodes->empty()) (*built)[f::kNodeIds] = *nodes;
     return s->run(api::kStartClusterHealthCheck, std::move(built), {print_health_check});
   });
-}
-
-void print_fault(const json& reply, std::ostream& out) {
-  out << cell_text(find_path(reply, "NodeName")) << " (" << cell_text(find_path(reply, "InstanceId"))
-      << "): " << cell_text(find_path(reply, "Description")) << "\n";
 }
 
 void add_debug(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* debug = app.add_subcommand("debug", "Drills: make real faults on real nodes");
   debug->require_subcommand(1);
   CLI::App* verb = debug->add_subcommand(
-      "inject-fault", "Make a fault on a node: crash, hang, xid, ecc, disk-full, slurmd-kill");
+      "inject-fault", "Make a fault on a node: " + api::join_words(api::kFaultKinds, ", "));
   auto request = std::make_shared<RequestBuilder>(verb);
-  request->add(Kind::kText, "--cluster-name", "ClusterName", "name or ARN of the cluster", true);
-  request->add(Kind::kText, "--node", "NodeId", "node name (e.g. worker-2) or instance id", true);
-  request->add(Kind::kText, "--kind", "Kind",
-               "crash | hang | xid | ecc | disk-full | slurmd-kill", true);
-  on_run(verb, selected, [s, request] {
-    return s->run(api::kDebugInjectFault, request->build(), {print_fault});
-  });
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--node", f::kNodeId, "node name (e.g. worker-2) or instance id", true);
+  request->add(Kind::kText, "--kind", f::kKind, api::join_words(api::kFaultKinds, " | "), true);
+  on_run(verb, selected,
+         [s, request] { return s->run(api::kDebugInjectFault, request->build(), {print_fault}); });
 }
 
 void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>* selected) {

@@ -2,6 +2,8 @@
 
 #include "api/wire.h"
 #include "controller/lookup.h"
+#include "controller/node_decisions.h"
+#include "controller/transition.h"
 
 namespace endure::controller {
 
@@ -39,31 +41,29 @@ Result<json> AgentService::handle(const std::string& action, const std::string& 
 
 Result<json> AgentService::report_lifecycle(const std::string& instance_id, const json& request) {
   std::string status = request.value("Status", "");
+  auto reported = parse_lifecycle_status(status);
   if (status != "InProgress" && status != "Succeeded" && status != "Failed") {
     return validation("Status: must be one of InProgress, Succeeded, Failed");
   }
-  bool changed = false;
-  Status s = store_.mutate_instance(instance_id, [&](store::InstanceRow& r) -> Status {
-    // Terminal outcomes stay, until a reboot asks again ("Rebooting").
-    if (r.lifecycle_status == "Succeeded" || r.lifecycle_status == "Failed") return {};
-    if (r.lifecycle_status == "Rebooting" && status == "InProgress") return {};
-    changed = r.lifecycle_status != status;
-    bool booting = r.lifecycle_status == "Rebooting";
-    r.lifecycle_status = status;
-    r.lifecycle_exit = request.value("ExitCode", -1);
+  auto row = store_.instance(instance_id);
+  if (!row) return make_error(api::kUnauthorized, "not a valid join token for " + instance_id);
+  auto current = parse_lifecycle_status(row->lifecycle_status);
+  if (!current)
+    return make_error(api::kInternalFailure, "stored lifecycle " + row->lifecycle_status);
+  int exit_code = request.value("ExitCode", -1);
+  auto change = decide_lifecycle_report(*current, *reported, exit_code);
+  if (!change) return json::object();
+  store::Store::InstanceEvents events;
+  if (!change->event.empty()) events.push_back({change->event, change->description});
+  // Checked against the stored row inside the transaction: a reboot that raced this report
+  // makes it InvalidTransition, and the agent reports again.
+  Status s = transition(store_, *row, events, [&](store::InstanceRow& r) {
+    r.lifecycle_status = name(change->to);
+    r.lifecycle_exit = exit_code;
     r.lifecycle_tail = request.value("LastLines", "");
-    if (!changed || status == "InProgress") return {};
-    auto ev = store_.append_event(
-        {0, r.cluster_id, 0, "Instance", r.group, r.instance_id, r.node_name,
-         booting ? (status == "Succeeded" ? "BootScriptsSucceeded" : "BootScriptsFailed")
-                 : (status == "Succeeded" ? "LifecycleSucceeded" : "LifecycleFailed"),
-         std::string(booting ? "boot scripts " : "OnCreate ") +
-             (status == "Succeeded" ? "succeeded" : "failed") + " with exit code " +
-             std::to_string(r.lifecycle_exit)});
-    return ev ? Status{} : Status(ev.error());
   });
   if (!s) return s.error();
-  if (changed) wake_();
+  if (change->changed) wake_();
   return json::object();
 }
 

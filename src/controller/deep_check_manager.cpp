@@ -7,6 +7,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/lookup.h"
+#include "controller/node_decisions.h"
 #include "controller/transition.h"
 #include "slurm/slurm_client.h"
 
@@ -92,14 +93,13 @@ Result<json> DeepCheckManager::start(const json& request) {
                     {"Started", ids::now_seconds()}};
       if (peer) order["Peer"] = peer->address;
       auto text = check_id + (peer ? ": network test to " + peer->node_name : "");
-      Status s = store_.transition(chosen[i].instance_id,
-                                   [&](store::InstanceRow& r) {
-                                     r.status = "DeepHealthCheckInProgress";
-                                     r.message = "deep health check " + check_id;
-                                     r.deep_check = order;
-                                     r.deep_result = nullptr;
-                                   },
-                                   {{"DeepHealthCheckStarted", text}});
+      Status s = transition(store_, chosen[i], {{"DeepHealthCheckStarted", text}},
+                            [&](store::InstanceRow& r) {
+                              r.status = "DeepHealthCheckInProgress";
+                              r.message = "deep health check " + check_id;
+                              r.deep_check = order;
+                              r.deep_result = nullptr;
+                            });
       if (!s) return s;
       nodes.push_back(chosen[i].node_name);
     }
@@ -155,40 +155,26 @@ void DeepCheckManager::reconcile(const store::ClusterRow& cluster, const SlurmVi
   for (const auto& row : rows) {
     if (!in_check(row) || open_checks.count(row.deep_check.value("Id", ""))) continue;
     std::string reservation = row.deep_check.value("Reservation", "");
-    std::string failed;
-    for (const auto& r : row.deep_result.is_array() ? row.deep_result : json::array()) {
-      if (!r.value("Passed", false)) {
-        failed +=
-            (failed.empty() ? "" : "; ") + r.value("Check", "?") + ": " + r.value("Detail", "");
-      }
-    }
-    if (!row.deep_result.is_array()) {
-      failed = "no result within " + std::to_string(config_.deep_check_timeout_seconds) + " s";
-    }
-    const std::string verdict = "Unhealthy: deep-health-check: " + failed + " -> Replace";
+    DeepCheckOutcome outcome =
+        decide_deep_check(row.deep_result, config_.deep_check_timeout_seconds);
+    const std::string verdict = "Unhealthy: deep-health-check: " + outcome.failed + " -> Replace";
     auto close = [&](store::InstanceRow& x) {
       x.status = "Running";
       x.message = "";
       x.deep_check = nullptr;
       x.recovery_since = now;  // watched afresh: the burn may have delayed heartbeats
-      if (!failed.empty()) {
+      if (!outcome.passed) {
         x.health = "Unhealthy";
         x.last_verdict = verdict;
         x.recovery = "Replace";
-        x.recovery_reason = "deep-health-check: " + failed;
+        x.recovery_reason = "deep-health-check: " + outcome.failed;
         x.recovery_stage = "Requested";
       }
     };
-    store::Store::InstanceEvents events = {{"DeepHealthCheckFailed", failed},
-                                           {"NodeUnhealthy", verdict}};
-    if (failed.empty()) {
-      std::string summary;
-      for (const auto& r : row.deep_result) {
-        summary +=
-            (summary.empty() ? "" : ", ") + r.value("Check", "?") + " " + r["Metrics"].dump();
-      }
-      events = {{"DeepHealthCheckPassed", summary}};
-    }
+    store::Store::InstanceEvents events =
+        outcome.passed ? store::Store::InstanceEvents{{"DeepHealthCheckPassed", outcome.summary}}
+                       : store::Store::InstanceEvents{{"DeepHealthCheckFailed", outcome.failed},
+                                                      {"NodeUnhealthy", verdict}};
     if (!transition(store_, row, events, close)) continue;  // tried again next pass
     health_.forget(row.instance_id);
     closing_reservations.insert(reservation);

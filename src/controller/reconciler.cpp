@@ -11,6 +11,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/node_bootstrap.h"
+#include "controller/node_decisions.h"
 #include "controller/recovery_policy.h"
 #include "controller/transition.h"
 #include "slurm/slurm_client.h"
@@ -250,13 +251,7 @@ bool Reconciler::fill_slots(const store::ClusterRow& cluster, const spec::Cluste
         description = "replacing " + r.instance_id + " (" + r.message.substr(10) + ")";
       }
     }
-    Status s = store_.transaction([&]() -> Status {
-      if (auto st = store_.insert_instance(row); !st) return st;
-      auto ev = store_.append_event({0, cluster.id, 0, "Instance", row.group, row.instance_id,
-                                     row.node_name, "InstanceLaunching", description});
-      return ev ? Status{} : Status(ev.error());
-    });
-    if (!s) log::error("{}: {}", cluster.name, s.error().message);
+    (void)insert_node(store_, row, description);
     crash_point("fill.after_insert");
   }
   return true;
@@ -380,103 +375,64 @@ void Reconciler::push_slurm_conf(const store::ClusterRow& cluster,
 
 void Reconciler::advance_pending(const store::ClusterRow& cluster,
                                  const spec::ClusterLayout& layout, const SlurmView& slurm) {
-  double now = ids::now_seconds();
-  bool controller_running = false;
+  PendingObservation seen;
+  seen.now = ids::now_seconds();
   for (const auto& r : store_.instances(cluster.id, true)) {
-    if (r.node_name == layout.controller_node && r.status == "Running") controller_running = true;
+    if (r.node_name == layout.controller_node && r.status == "Running") {
+      seen.controller_running = true;
+    }
   }
+  const PendingLimits limits{static_cast<double>(config_.reboot_timeout_seconds),
+                             static_cast<double>(config_.lifecycle_timeout_seconds),
+                             static_cast<double>(config_.slurm_register_timeout_seconds)};
   for (const auto& r : store_.instances(cluster.id, true)) {
     if (r.status != "Pending") continue;
     const auto* slot = layout.find(r.node_name);
     if (!slot) continue;
-    bool rebooting = r.recovery_stage == "Rebooting";
-    if (rebooting && (r.lifecycle_status == "Failed" ||
-                      now - r.recovery_since > config_.reboot_timeout_seconds)) {
-      std::string why = r.lifecycle_status == "Failed"
-                            ? "its boot scripts failed: " + r.lifecycle_tail
-                            : "not back in service " +
-                                  std::to_string(config_.reboot_timeout_seconds) +
-                                  " s after the reboot";
-      (void)transition(store_, r, {{"RebootFailed", why}}, [&](store::InstanceRow& x) {
-        x.recovery = "Replace";
-        x.recovery_reason = "reboot-failed: " + why;
-        x.recovery_stage = "Requested";
-      });
-      continue;
-    }
-    if (r.lifecycle_status == "Failed") {
-      std::string message = "OnCreate " + slot->group + " script failed with exit code " +
-                            std::to_string(r.lifecycle_exit);
-      retire_instance(r, "Failure", message, true);
-      continue;
-    }
-    if (r.lifecycle_status != "Succeeded") {
-      double limit = config_.lifecycle_timeout_seconds + 60.0;
-      if (!rebooting && r.pid != 0 && now - r.launch_time > limit) {
-        retire_instance(
-            r, "Failure",
-            "no lifecycle outcome within " + std::to_string(static_cast<int>(limit)) + " s", true);
-      }
-      continue;
-    }
-    bool ready = false;
-    std::string waiting_for;
-    switch (slot->role) {
-      case spec::NodeRole::kController:
-        ready = slurm.client && slurm.client->controller_up();
-        waiting_for = "slurmctld to answer";
+    seen.role = slot->role;
+    auto it = slurm.nodes.find(r.node_name);
+    seen.slurm_node = it == slurm.nodes.end() ? std::nullopt : std::optional(it->second);
+    // Asked only where it decides something: it runs scontrol in the controller node.
+    seen.controller_up = slot->role == spec::NodeRole::kController &&
+                         r.lifecycle_status == "Succeeded" && slurm.client &&
+                         slurm.client->controller_up();
+    PendingDecision d = decide_pending(r, seen, limits);
+    switch (d.step) {
+      case PendingStep::kNothing:
         break;
-      case spec::NodeRole::kWorker: {
-        waiting_for = "its slurmd to register with slurmctld";
-        auto it = slurm.nodes.find(r.node_name);
-        if (!controller_running || it == slurm.nodes.end() || !it->second.registered()) break;
-        const auto& node = it->second;
-        // A node endured (or an operator's Action:) drained goes back to service now that
-        // its new or rebooted instance is up; other drains are the operator's own.
-        bool ours =
-            node.reason.rfind(kDrainReasonPrefix, 0) == 0 || manual_action(node.reason).has_value();
-        if (node.drained() && ours && slurm.client) {
+      case PendingStep::kWait:
+        (void)transition(store_, r, {}, [&](store::InstanceRow& x) { x.message = d.text; });
+        break;
+      case PendingStep::kRetire:
+        retire_instance(r, "Failure", d.text, true);
+        break;
+      case PendingStep::kRebootFailed:
+        (void)transition(store_, r, {{"RebootFailed", d.text}}, [&](store::InstanceRow& x) {
+          x.recovery = "Replace";
+          x.recovery_reason = "reboot-failed: " + d.text;
+          x.recovery_stage = "Requested";
+        });
+        break;
+      case PendingStep::kRun: {
+        if (d.resume_in_slurm && slurm.client) {
           if (auto s = slurm.client->resume(r.node_name); !s) {
             log::warn("{}: {}", r.node_name, s.error().message);
             break;
           }
         }
-        ready = true;
+        crash_point("running.before_record");
+        Status s = transition(store_, r, {{d.event, d.text}}, [&](store::InstanceRow& x) {
+          x.status = "Running";
+          x.message = "";
+          x.health = "Healthy";
+          x.recovery = "";
+          x.recovery_stage = "";
+          x.recovery_since = seen.now;  // watched from here on
+        });
+        // Jobs waiting to resume on this node are grown back in the next pass.
+        if (s && d.event == "NodeReturnedToService") wake();
         break;
       }
-      case spec::NodeRole::kLogin:
-        ready = true;
-        break;
-    }
-    if (ready) {
-      crash_point("running.before_record");
-      bool recovered = !r.recovery.empty() || !r.replaces.empty();
-      std::string how = rebooting ? "rebooted" : (r.replaces.empty() ? "" : "replaced");
-      double since = r.recovery_since > 0 ? r.recovery_since : r.launch_time;
-      std::pair<std::string, std::string> event =
-          recovered
-              ? std::pair{"NodeReturnedToService",
-                          fmt::format("{}, back in service {:.1f} s after the fault was found", how,
-                                      now - since)}
-              : std::pair{"InstanceRunning",
-                          fmt::format("in service {:.1f} s after launch", now - r.launch_time)};
-      Status s = transition(store_, r, {event}, [&](store::InstanceRow& x) {
-        x.status = "Running";
-        x.message = "";
-        x.health = "Healthy";
-        x.recovery = "";
-        x.recovery_stage = "";
-        x.recovery_since = now;  // watched from here on
-      });
-      // Jobs waiting to resume on this node are grown back in the next pass.
-      if (s && recovered) wake();
-    } else if (!rebooting && now - r.launch_time > config_.lifecycle_timeout_seconds +
-                                                       config_.slurm_register_timeout_seconds) {
-      retire_instance(r, "Failure", "lifecycle succeeded but timed out waiting for " + waiting_for,
-                      true);
-    } else if (!rebooting && r.message != "waiting for " + waiting_for) {
-      (void)transition(store_, r, {},
-                       [&](store::InstanceRow& x) { x.message = "waiting for " + waiting_for; });
     }
   }
 }

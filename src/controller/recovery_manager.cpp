@@ -6,6 +6,7 @@
 #include "common/crash_point.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "controller/node_decisions.h"
 #include "controller/recovery_policy.h"
 #include "controller/transition.h"
 
@@ -34,66 +35,53 @@ bool RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::Cl
 void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
                             const spec::ClusterLayout& layout, const store::InstanceRow& row,
                             const SlurmView& slurm) {
-  std::optional<RecoveryAction> action;
-  std::string reason;
-  bool is_controller = row.node_name == layout.controller_node;
-  // An operator's Action: reason, honoured as the cloud service does: with jobs on the
-  // node (state=fail) it waits for them; a node set down acts at once.
+  HealthObservation seen;
   if (auto it = slurm.nodes.find(row.node_name); it != slurm.nodes.end()) {
-    const auto& node = it->second;
-    auto manual = manual_action(node.reason);
-    if (manual && (node.has_flag("FAIL") || node.drained() || node.down())) {
-      if (node.busy() && !node.down()) {
-        std::string waiting = std::string(node.reason) + " requested: waiting for jobs to finish";
-        if (row.message != waiting) {
-          (void)transition(store_, row, {{"NodeRecoveryWaiting", waiting}},
-                           [&](store::InstanceRow& x) { x.message = waiting; });
-        }
-        return;
-      }
-      action = manual;
-      reason = node.reason + " set in Slurm";
-    }
+    seen.slurm_node = it->second;
   }
-  if (!action) {
-    double watched_since = std::max(row.launch_time, row.recovery_since);
-    auto verdict = health_.assess(row.instance_id, provider_.running(cluster.id, row.instance_id),
-                                  watched_since);
-    if (!verdict) {
-      if (row.health != "Healthy") {
-        (void)transition(store_, row, {}, [](store::InstanceRow& x) { x.health = "Healthy"; });
+  double watched_since = std::max(row.launch_time, row.recovery_since);
+  seen.verdict = health_.assess(row.instance_id, provider_.running(cluster.id, row.instance_id),
+                                watched_since);
+  seen.is_controller = row.node_name == layout.controller_node;
+  seen.recovery_enabled = spec.node_recovery != "None";
+  HealthDecision d = decide_health(row, seen);
+  switch (d.step) {
+    case HealthStep::kNothing:
+      return;
+    case HealthStep::kMarkHealthy:
+      (void)transition(store_, row, {}, [](store::InstanceRow& x) { x.health = "Healthy"; });
+      return;
+    case HealthStep::kWaitForJobs:
+      (void)transition(store_, row, {{"NodeRecoveryWaiting", d.text}},
+                       [&](store::InstanceRow& x) { x.message = d.text; });
+      return;
+    case HealthStep::kMarkFailure: {
+      store::Store::InstanceEvents events = {{"NodeUnhealthy", d.verdict}};
+      if (slurm.client &&
+          log::ok(
+              slurm.client->drain(row.node_name, std::string(kDrainReasonPrefix) + " " + d.reason),
+              row.node_name + ": drain")) {
+        events.push_back({"NodeDrained", "NodeRecovery is None: drained, no action taken"});
       }
+      (void)transition(store_, row, events, [&](store::InstanceRow& x) {
+        x.status = "Failure";
+        x.message = d.reason;
+        x.health = "Unhealthy";
+        x.last_verdict = d.verdict;
+      });
       return;
     }
-    action = escalate(action_for_fault(verdict->fault), row.reboots);
-    reason = verdict->fault + ": " + verdict->detail;
+    case HealthStep::kRecover:
+      (void)transition(store_, row, {{"NodeUnhealthy", d.verdict}}, [&](store::InstanceRow& x) {
+        x.health = "Unhealthy";
+        x.last_verdict = d.verdict;
+        x.recovery = action_name(d.action);
+        x.recovery_reason = d.reason;
+        x.recovery_stage = "Requested";
+        x.recovery_since = ids::now_seconds();
+      });
+      return;
   }
-  // The controller keeps Slurm's state on its local disk: it is rebooted, never replaced.
-  if (is_controller) action = RecoveryAction::kReboot;
-  std::string verdict_text = "Unhealthy: " + reason + " -> " + action_name(*action);
-  if (spec.node_recovery == "None") {
-    store::Store::InstanceEvents events = {{"NodeUnhealthy", verdict_text}};
-    if (slurm.client &&
-        log::ok(slurm.client->drain(row.node_name, std::string(kDrainReasonPrefix) + " " + reason),
-                row.node_name + ": drain")) {
-      events.push_back({"NodeDrained", "NodeRecovery is None: drained, no action taken"});
-    }
-    (void)transition(store_, row, events, [&](store::InstanceRow& x) {
-      x.status = "Failure";
-      x.message = reason;
-      x.health = "Unhealthy";
-      x.last_verdict = verdict_text;
-    });
-    return;
-  }
-  (void)transition(store_, row, {{"NodeUnhealthy", verdict_text}}, [&](store::InstanceRow& x) {
-    x.health = "Unhealthy";
-    x.last_verdict = verdict_text;
-    x.recovery = action_name(*action);
-    x.recovery_reason = reason;
-    x.recovery_stage = "Requested";
-    x.recovery_since = ids::now_seconds();
-  });
 }
 
 // A recovery moves Requested -> Drained -> Rebooting (Reboot) or Terminating -> Done
@@ -102,39 +90,49 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
 // destroy: both idempotent) and never writes an event twice.
 void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
                           const store::InstanceRow& row, const SlurmView& slurm) {
-  std::string stage = row.recovery_stage;
-  if (stage == "Requested") {
-    drain(cluster, layout, row, slurm);
-    crash_point("recovery.after_drain");
-    health_.forget(row.instance_id);
-    stage = "Drained";
+  auto stage = parse_recovery_stage(row.recovery_stage).value_or(RecoveryStage::kNone);
+  for (;;) {
+    switch (next_recovery_step(row.recovery, stage)) {
+      case RecoveryStep::kNone:
+        return;
+      case RecoveryStep::kDrain:
+        drain(cluster, layout, row, slurm);
+        crash_point("recovery.after_drain");
+        health_.forget(row.instance_id);
+        stage = RecoveryStage::kDrained;
+        break;
+      case RecoveryStep::kReboot:
+        return reboot(cluster, row);
+      case RecoveryStep::kMarkReplacing: {
+        Status s = transition(store_, row, {{"NodeReplacing", row.recovery_reason}},
+                              [&](store::InstanceRow& x) {
+                                x.status = "ShuttingDown";
+                                x.message = "Replacing: " + row.recovery_reason;
+                                x.recovery_stage = "Terminating";
+                              });
+        if (!s) return;
+        stage = RecoveryStage::kTerminating;
+        break;
+      }
+      case RecoveryStep::kDestroy:
+        // The old instance goes with its local disk; the reconciler fills the slot again
+        // under the same hostname, with a new InstanceId.
+        if (auto s = provider_.destroy(cluster.id, row.instance_id); !s) {
+          log::error("{}: {}", row.instance_id, s.error().message);
+          return;  // tried again next pass
+        }
+        crash_point("recovery.after_terminate");
+        (void)transition(store_, row, {{"InstanceTerminated", "replaced: " + row.recovery_reason}},
+                         [&](store::InstanceRow& x) {
+                           x.status = "Terminated";
+                           x.message = "replaced: " + row.recovery_reason;
+                           x.recovery_stage = "Done";
+                           x.pid = 0;
+                           x.terminated_at = ids::now_seconds();
+                         });
+        return;
+    }
   }
-  if (row.recovery == "Reboot" && stage == "Drained") return reboot(cluster, row);
-  if (row.recovery != "Replace") return;
-  if (stage == "Drained") {
-    Status s = transition(store_, row, {{"NodeReplacing", row.recovery_reason}},
-                          [&](store::InstanceRow& x) {
-                            x.status = "ShuttingDown";
-                            x.message = "Replacing: " + row.recovery_reason;
-                            x.recovery_stage = "Terminating";
-                          });
-    if (!s) return;
-  }
-  // Replace: the old instance goes with its local disk; the slot is filled again by the
-  // reconciler under the same hostname, with a new InstanceId.
-  if (auto s = provider_.destroy(cluster.id, row.instance_id); !s) {
-    log::error("{}: {}", row.instance_id, s.error().message);
-    return;  // tried again next pass
-  }
-  crash_point("recovery.after_terminate");
-  (void)transition(store_, row, {{"InstanceTerminated", "replaced: " + row.recovery_reason}},
-                   [&](store::InstanceRow& x) {
-                     x.status = "Terminated";
-                     x.message = "replaced: " + row.recovery_reason;
-                     x.recovery_stage = "Done";
-                     x.pid = 0;
-                     x.terminated_at = ids::now_seconds();
-                   });
 }
 
 void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,

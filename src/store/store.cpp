@@ -393,12 +393,12 @@ Result<long long> Store::append_event(EventRow r) {
 }
 
 Status Store::transition(const std::string& instance_id,
-                         const std::function<void(InstanceRow&)>& fn,
+                         const std::function<Status(InstanceRow&)>& fn,
                          const InstanceEvents& events) {
   return transaction([&]() -> Status {
     InstanceRow changed;
     Status s = mutate_instance(instance_id, [&](InstanceRow& r) -> Status {
-      fn(r);
+      if (Status c = fn(r); !c) return c;
       changed = r;
       return {};
     });

@@ -122,10 +122,12 @@ class Store {
   Status mutate_instance(const std::string& instance_id,
                          const std::function<Status(InstanceRow&)>& fn);
   // An instance's state change and its events, in one transaction: a crash leaves all or
-  // none. fn changes the row; each event ({type, description}) names the instance.
+  // none. fn changes the row (or returns an error: nothing is written); each event
+  // ({type, description}) names the instance. endured's one caller is controller::transition,
+  // which checks the change against the node's transition table.
   using InstanceEvents = std::vector<std::pair<std::string, std::string>>;
-  Status transition(const std::string& instance_id, const std::function<void(InstanceRow&)>& fn,
-                    const InstanceEvents& events);
+  Status transition(const std::string& instance_id,
+                    const std::function<Status(InstanceRow&)>& fn, const InstanceEvents& events);
   // Instances of a cluster, by group then slot then launch time.
   std::vector<InstanceRow> instances(const std::string& cluster_id, bool active_only);
 

@@ -1,6 +1,9 @@
 // The CLI's `--output table` formatter: alignment, separators, and JSON cells.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
+#include "api/messages.h"
 #include "cli/table.h"
 
 namespace endure::cli {
@@ -111,6 +114,44 @@ TEST(FormatFields, AlignsValuesAfterTheLongestKey) {
 
 TEST(FormatFields, ValuesStayOnOneLine) {
   EXPECT_EQ(format_fields({{"Message", "a\nb"}}), "Message: a b\n");
+}
+
+// describe-cluster-node's table reads the port where endured writes it (it read
+// "SlurmPort" once, and the row stayed blank).
+TEST(CliTable, DescribeClusterNodeShowsTheSlurmdPort) {
+  api::DescribeClusterNodeReply reply;
+  reply.node_details.node_name = "worker-0";
+  reply.node_details.instance_status = {"Running", ""};
+  reply.node_details.slurmd_port = 6818;
+  reply.node_details.life_cycle = {"Succeeded", 0, "line one\nline two", "/log"};
+  std::ostringstream out;
+  print_node(reply.to_json(), out);
+  EXPECT_NE(out.str().find("\nSlurmdPort:         6818\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("\nLifeCycleExitCode:  0\n"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("LastLines:\n  line one\n  line two\n"), std::string::npos);
+}
+
+TEST(CliTable, ListClusterNodesColumnsAreTheWireFields) {
+  api::ListClusterNodesReply reply;
+  reply.cluster_node_summaries.push_back(
+      {"worker", "i-1", "worker-0", "ml.c5.xlarge", {"Running", ""}, "t0"});
+  std::ostringstream out;
+  print_nodes(reply.to_json(), out);
+  EXPECT_EQ(out.str(),
+            "NodeName  InstanceId  InstanceGroupName  InstanceType  Status   Message  LaunchTime\n"
+            "--------  ----------  -----------------  ------------  -------  -------  ----------\n"
+            "worker-0  i-1         worker             ml.c5.xlarge  Running           t0\n");
+}
+
+TEST(CliTable, BatchReplyListsEveryNode) {
+  api::BatchNodesReply reply{{"i-1"}, {{"i-2", "ConflictException", "busy"}}};
+  std::ostringstream out;
+  print_batch(reply.to_json(), out);
+  EXPECT_EQ(out.str(),
+            "NodeId  Result             Message\n"
+            "------  -----------------  -------\n"
+            "i-1     Successful\n"
+            "i-2     ConflictException  busy\n");
 }
 
 }  // namespace

@@ -1,0 +1,200 @@
+#include "api/messages.h"
+
+#include <algorithm>
+
+namespace endure::api {
+namespace {
+
+Error invalid(const std::string& message) { return make_error(kValidationException, message); }
+
+Status non_empty(const char* field, const std::string& value) {
+  if (value.empty()) return invalid(std::string(field) + ": must be a non-empty string");
+  return {};
+}
+
+template <class Request, class Reply>
+ActionFields action(const char* name) {
+  return {name, codec::field_list<Request>(), codec::field_list<Reply>()};
+}
+
+template <class T>
+TypeFields type() {
+  return {T::kName, codec::field_list<T>()};
+}
+
+}  // namespace
+
+std::string join_words(std::span<const char* const> words, std::string_view separator) {
+  std::string out;
+  for (const char* w : words) {
+    if (!out.empty()) out += separator;
+    out += w;
+  }
+  return out;
+}
+
+// Every message's two codec functions are the same two lines over its own field list.
+#define ENDURE_API_CODEC(T)                               \
+  json T::to_json() const { return codec::write(*this); } \
+  Result<T> T::from_json(const json& in) { return codec::read<T>(in); }
+
+ENDURE_API_CODEC(Empty)
+ENDURE_API_CODEC(LifeCycleConfig)
+ENDURE_API_CODEC(InstanceGroupSpec)
+ENDURE_API_CODEC(CreateClusterRequest)
+ENDURE_API_CODEC(ClusterArnReply)
+ENDURE_API_CODEC(ClusterRef)
+ENDURE_API_CODEC(InstanceGroupDetails)
+ENDURE_API_CODEC(DescribeClusterReply)
+ENDURE_API_CODEC(ClusterSummary)
+ENDURE_API_CODEC(ListClustersReply)
+ENDURE_API_CODEC(UpdateClusterRequest)
+ENDURE_API_CODEC(InstanceStatus)
+ENDURE_API_CODEC(ClusterNodeSummary)
+ENDURE_API_CODEC(ListClusterNodesRequest)
+ENDURE_API_CODEC(ListClusterNodesReply)
+ENDURE_API_CODEC(NodeRef)
+ENDURE_API_CODEC(NodeLifeCycle)
+ENDURE_API_CODEC(NodeRecoveryInfo)
+ENDURE_API_CODEC(NodeDetails)
+ENDURE_API_CODEC(DescribeClusterNodeReply)
+ENDURE_API_CODEC(ListClusterEventsRequest)
+ENDURE_API_CODEC(Event)
+ENDURE_API_CODEC(ListClusterEventsReply)
+ENDURE_API_CODEC(GetClusterNodeLogReply)
+ENDURE_API_CODEC(GetNodeExecTargetReply)
+ENDURE_API_CODEC(BatchNodesRequest)
+ENDURE_API_CODEC(BatchFailure)
+ENDURE_API_CODEC(BatchNodesReply)
+ENDURE_API_CODEC(StartClusterHealthCheckRequest)
+ENDURE_API_CODEC(StartClusterHealthCheckReply)
+ENDURE_API_CODEC(DebugInjectFaultRequest)
+ENDURE_API_CODEC(DebugInjectFaultReply)
+ENDURE_API_CODEC(DebugDescribeControllerReply)
+ENDURE_API_CODEC(AgentReportLifecycleRequest)
+ENDURE_API_CODEC(Finding)
+ENDURE_API_CODEC(AgentHeartbeatRequest)
+ENDURE_API_CODEC(DeepCheckOrder)
+ENDURE_API_CODEC(AgentHeartbeatReply)
+ENDURE_API_CODEC(DeepCheckResult)
+ENDURE_API_CODEC(AgentReportDeepHealthCheckRequest)
+ENDURE_API_CODEC(AutoResumeStepFailedRequest)
+ENDURE_API_CODEC(AutoResumeStepFailedReply)
+ENDURE_API_CODEC(AutoResumeStatusRequest)
+ENDURE_API_CODEC(AutoResumeStatusReply)
+ENDURE_API_CODEC(ErrorReply)
+
+#undef ENDURE_API_CODEC
+
+// The rules beyond the fields' types, worded as endured words them today.
+
+Status ClusterRef::check() const { return non_empty(field::kClusterName, cluster_name); }
+
+Status NodeRef::check() const {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  return non_empty(field::kNodeId, node_id);
+}
+
+Status ListClusterNodesRequest::check() const {
+  return non_empty(field::kClusterName, cluster_name);
+}
+
+Status ListClusterEventsRequest::check() const {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  if (max_results && (*max_results < 1 || *max_results > 10000)) {
+    return invalid(std::string(field::kMaxResults) + ": must be an integer from 1 to 10000");
+  }
+  return {};
+}
+
+Status BatchNodesRequest::check() const {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  if (node_ids.empty() || node_ids.size() > static_cast<size_t>(kMaxBatchNodes)) {
+    return invalid(std::string(field::kNodeIds) + ": must be an array of 1 to " +
+                   std::to_string(kMaxBatchNodes) + " instance ids");
+  }
+  return {};
+}
+
+Status StartClusterHealthCheckRequest::check() const {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  if (node_ids && (node_ids->empty() || node_ids->size() > size_t{kMaxHealthCheckNodes})) {
+    return invalid(std::string(field::kNodeIds) + ": must be an array of 1 to " +
+                   std::to_string(kMaxHealthCheckNodes) + " node names or instance ids");
+  }
+  return {};
+}
+
+Status DebugInjectFaultRequest::check() const {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  if (Status s = non_empty(field::kNodeId, node_id); !s) return s;
+  if (std::find(kFaultKinds.begin(), kFaultKinds.end(), kind) == kFaultKinds.end()) {
+    return invalid(std::string(field::kKind) + ": must be one of " + join_words(kFaultKinds, ", "));
+  }
+  return {};
+}
+
+Status AgentReportLifecycleRequest::check() const {
+  auto& all = kLifecycleStatuses;
+  if (std::find(all.begin(), all.end(), status) == all.end()) {
+    return invalid(std::string(field::kStatus) + ": must be one of " + join_words(all, ", "));
+  }
+  return {};
+}
+
+Status AutoResumeStepFailedRequest::check() const {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  if (job_id <= 0) return invalid(std::string(field::kJobId) + ": must be a positive integer");
+  // Nodes wins when it lists any; NodeList is the fallback (endured expands it).
+  if ((!nodes || nodes->empty()) && !node_list) {
+    return invalid(std::string(field::kNodes) +
+                   ": must be a non-empty array of node names (or NodeList a hostlist)");
+  }
+  return {};
+}
+
+Status AutoResumeStatusRequest::check() const {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  if (job_id <= 0) return invalid(std::string(field::kJobId) + ": must be a positive integer");
+  return {};
+}
+
+std::vector<ActionFields> all_actions() {
+  return {
+      action<CreateClusterRequest, CreateClusterReply>(kCreateCluster),
+      action<DescribeClusterRequest, DescribeClusterReply>(kDescribeCluster),
+      action<ListClustersRequest, ListClustersReply>(kListClusters),
+      action<ListClusterNodesRequest, ListClusterNodesReply>(kListClusterNodes),
+      action<DescribeClusterNodeRequest, DescribeClusterNodeReply>(kDescribeClusterNode),
+      action<UpdateClusterRequest, UpdateClusterReply>(kUpdateCluster),
+      action<DeleteClusterRequest, DeleteClusterReply>(kDeleteCluster),
+      action<ListClusterEventsRequest, ListClusterEventsReply>(kListClusterEvents),
+      action<GetClusterNodeLogRequest, GetClusterNodeLogReply>(kGetClusterNodeLog),
+      action<GetNodeExecTargetRequest, GetNodeExecTargetReply>(kGetNodeExecTarget),
+      action<BatchRebootClusterNodesRequest, BatchRebootClusterNodesReply>(
+          kBatchRebootClusterNodes),
+      action<BatchReplaceClusterNodesRequest, BatchReplaceClusterNodesReply>(
+          kBatchReplaceClusterNodes),
+      action<StartClusterHealthCheckRequest, StartClusterHealthCheckReply>(
+          kStartClusterHealthCheck),
+      action<DebugInjectFaultRequest, DebugInjectFaultReply>(kDebugInjectFault),
+      action<DebugDescribeControllerRequest, DebugDescribeControllerReply>(
+          kDebugDescribeController),
+      action<AgentReportLifecycleRequest, AgentReportLifecycleReply>(kAgentReportLifecycle),
+      action<AgentHeartbeatRequest, AgentHeartbeatReply>(kAgentHeartbeat),
+      action<AgentReportDeepHealthCheckRequest, AgentReportDeepHealthCheckReply>(
+          kAgentReportDeepHealthCheck),
+      action<AutoResumeStepFailedRequest, AutoResumeStepFailedReply>(kAutoResumeStepFailed),
+      action<AutoResumeStatusRequest, AutoResumeStatusReply>(kAutoResumeStatus),
+  };
+}
+
+std::vector<TypeFields> all_types() {
+  return {type<LifeCycleConfig>(), type<InstanceGroupSpec>(), type<InstanceGroupDetails>(),
+          type<ClusterSummary>(),  type<InstanceStatus>(),    type<ClusterNodeSummary>(),
+          type<NodeDetails>(),     type<NodeLifeCycle>(),     type<NodeRecoveryInfo>(),
+          type<Event>(),           type<BatchFailure>(),      type<Finding>(),
+          type<DeepCheckOrder>(),  type<DeepCheckResult>(),   type<ErrorReply>()};
+}
+
+}  // namespace endure::api

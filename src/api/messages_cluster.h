@@ -1,0 +1,221 @@
+// Messages of the cluster actions: CreateCluster, DescribeCluster, ListClusters,
+// UpdateCluster, DeleteCluster. Include messages.h, not this file.
+//
+// Every message: to_json() writes its fields in wire order, leaving out empty optionals;
+// from_json() reads them, ignores fields it does not know, and fails with a
+// ValidationException naming the field and the rule ("ClusterName: must be a string").
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/codec.h"
+#include "api/fields.h"
+
+namespace endure::api {
+
+// A message with no fields: {} (ListClusters' request, an agent report's reply, ...).
+struct Empty {
+  static constexpr const char* kName = "Empty";
+  template <class S, class V>
+  static void fields(S&, V&&) {}
+  json to_json() const;
+  static Result<Empty> from_json(const json& in);
+};
+
+struct LifeCycleConfig {
+  static constexpr const char* kName = "LifeCycleConfig";
+  std::string source_s3_uri;  // a local folder, file://..., or s3://...
+  std::string on_create;      // a file name inside that folder
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kSourceS3Uri, s.source_s3_uri);
+    v(field::kOnCreate, s.on_create);
+  }
+  json to_json() const;
+  static Result<LifeCycleConfig> from_json(const json& in);
+};
+
+// An instance group as CreateCluster and UpdateCluster take it. Only the types are
+// checked here; the spec's rules (names, counts, known instance types, unknown fields)
+// are spec::validate_cluster_spec's.
+struct InstanceGroupSpec {
+  static constexpr const char* kName = "InstanceGroupSpec";
+  std::string instance_group_name;
+  std::string instance_type;
+  int instance_count = 0;
+  LifeCycleConfig life_cycle_config;
+  std::optional<int> threads_per_core;
+  std::optional<std::string> execution_role;     // accepted, means nothing here
+  std::optional<json> instance_storage_configs;  // accepted, means nothing here
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kInstanceGroupName, s.instance_group_name);
+    v(field::kInstanceType, s.instance_type);
+    v(field::kInstanceCount, s.instance_count);
+    v(field::kLifeCycleConfig, s.life_cycle_config);
+    v(field::kThreadsPerCore, s.threads_per_core);
+    v(field::kExecutionRole, s.execution_role);
+    v(field::kInstanceStorageConfigs, s.instance_storage_configs);
+  }
+  json to_json() const;
+  static Result<InstanceGroupSpec> from_json(const json& in);
+};
+
+struct CreateClusterRequest {
+  static constexpr const char* kName = "CreateClusterRequest";
+  std::string cluster_name;
+  std::vector<InstanceGroupSpec> instance_groups;
+  std::optional<std::string> node_recovery;  // Automatic (the default) or None
+  std::optional<json> tags;                  // accepted so a cloud request parses; ignored
+  std::optional<json> vpc_config;            // likewise
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterName, s.cluster_name);
+    v(field::kInstanceGroups, s.instance_groups);
+    v(field::kNodeRecovery, s.node_recovery);
+    v(field::kTags, s.tags);
+    v(field::kVpcConfig, s.vpc_config);
+  }
+  json to_json() const;
+  static Result<CreateClusterRequest> from_json(const json& in);
+};
+
+// CreateCluster's, UpdateCluster's and DeleteCluster's reply.
+struct ClusterArnReply {
+  static constexpr const char* kName = "ClusterArnReply";
+  std::string cluster_arn;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterArn, s.cluster_arn);
+  }
+  json to_json() const;
+  static Result<ClusterArnReply> from_json(const json& in);
+};
+using CreateClusterReply = ClusterArnReply;
+using UpdateClusterReply = ClusterArnReply;
+using DeleteClusterReply = ClusterArnReply;
+
+// A request naming one cluster: DescribeCluster's and DeleteCluster's.
+struct ClusterRef {
+  static constexpr const char* kName = "ClusterRef";
+  std::string cluster_name;  // a name or an ARN; not empty
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterName, s.cluster_name);
+  }
+  Status check() const;
+  json to_json() const;
+  static Result<ClusterRef> from_json(const json& in);
+};
+using DescribeClusterRequest = ClusterRef;
+using DeleteClusterRequest = ClusterRef;
+
+// An instance group as DescribeCluster shows it.
+struct InstanceGroupDetails {
+  static constexpr const char* kName = "InstanceGroupDetails";
+  std::string instance_group_name;
+  std::string instance_type;
+  int current_count = 0;  // instances Running
+  int target_count = 0;   // the spec's InstanceCount
+  LifeCycleConfig life_cycle_config;
+  int threads_per_core = 1;
+  std::string role;                           // Controller, Login or Worker
+  std::optional<std::string> partition_name;  // workers' Slurm partition
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kInstanceGroupName, s.instance_group_name);
+    v(field::kInstanceType, s.instance_type);
+    v(field::kCurrentCount, s.current_count);
+    v(field::kTargetCount, s.target_count);
+    v(field::kLifeCycleConfig, s.life_cycle_config);
+    v(field::kThreadsPerCore, s.threads_per_core);
+    v(field::kRole, s.role);
+    v(field::kPartitionName, s.partition_name);
+  }
+  json to_json() const;
+  static Result<InstanceGroupDetails> from_json(const json& in);
+};
+
+struct DescribeClusterReply {
+  static constexpr const char* kName = "DescribeClusterReply";
+  std::string cluster_arn;
+  std::string cluster_id;
+  std::string cluster_name;
+  std::string cluster_status;  // Creating, InService, Updating, Deleting, Failed
+  std::string creation_time;   // ISO-8601 UTC
+  std::optional<std::string> failure_message;
+  std::vector<InstanceGroupDetails> instance_groups;
+  std::string node_recovery;
+  std::string slurm_controller_node;
+  int slurmctld_port = 0;
+  std::string shared_folder;  // the cluster's /fsx on this host
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterArn, s.cluster_arn);
+    v(field::kClusterId, s.cluster_id);
+    v(field::kClusterName, s.cluster_name);
+    v(field::kClusterStatus, s.cluster_status);
+    v(field::kCreationTime, s.creation_time);
+    v(field::kFailureMessage, s.failure_message);
+    v(field::kInstanceGroups, s.instance_groups);
+    v(field::kNodeRecovery, s.node_recovery);
+    v(field::kSlurmControllerNode, s.slurm_controller_node);
+    v(field::kSlurmctldPort, s.slurmctld_port);
+    v(field::kSharedFolder, s.shared_folder);
+  }
+  json to_json() const;
+  static Result<DescribeClusterReply> from_json(const json& in);
+};
+
+using ListClustersRequest = Empty;
+
+struct ClusterSummary {
+  static constexpr const char* kName = "ClusterSummary";
+  std::string cluster_arn;
+  std::string cluster_id;
+  std::string cluster_name;
+  std::string cluster_status;
+  std::string creation_time;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterArn, s.cluster_arn);
+    v(field::kClusterId, s.cluster_id);
+    v(field::kClusterName, s.cluster_name);
+    v(field::kClusterStatus, s.cluster_status);
+    v(field::kCreationTime, s.creation_time);
+  }
+  json to_json() const;
+  static Result<ClusterSummary> from_json(const json& in);
+};
+
+struct ListClustersReply {
+  static constexpr const char* kName = "ListClustersReply";
+  std::vector<ClusterSummary> cluster_summaries;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterSummaries, s.cluster_summaries);
+  }
+  json to_json() const;
+  static Result<ListClustersReply> from_json(const json& in);
+};
+
+// Every group of the cluster, as in the spec; only InstanceCount (and NodeRecovery) may
+// differ from the current spec (spec::validate_cluster_update's rules).
+struct UpdateClusterRequest {
+  static constexpr const char* kName = "UpdateClusterRequest";
+  std::string cluster_name;
+  std::vector<InstanceGroupSpec> instance_groups;
+  std::optional<std::string> node_recovery;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterName, s.cluster_name);
+    v(field::kInstanceGroups, s.instance_groups);
+    v(field::kNodeRecovery, s.node_recovery);
+  }
+  json to_json() const;
+  static Result<UpdateClusterRequest> from_json(const json& in);
+};
+
+}  // namespace endure::api

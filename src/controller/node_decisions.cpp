@@ -1,0 +1,178 @@
+#include "controller/node_decisions.h"
+
+#include <fmt/format.h>
+
+namespace endure::controller {
+
+std::optional<LifecycleChange> decide_lifecycle_report(LifecycleStatus current,
+                                                       LifecycleStatus reported, int exit_code) {
+  using L = LifecycleStatus;
+  if (current == L::kSucceeded || current == L::kFailed) return std::nullopt;
+  if (current == L::kRebooting && reported == L::kInProgress) return std::nullopt;
+  LifecycleChange change{reported, "", "", current != reported};
+  if (!change.changed || reported == L::kInProgress) return change;
+  bool booting = current == L::kRebooting;
+  bool ok = reported == L::kSucceeded;
+  change.event = booting ? (ok ? "BootScriptsSucceeded" : "BootScriptsFailed")
+                         : (ok ? "LifecycleSucceeded" : "LifecycleFailed");
+  change.description = fmt::format("{} {} with exit code {}", booting ? "boot scripts" : "OnCreate",
+                                   ok ? "succeeded" : "failed", exit_code);
+  return change;
+}
+
+namespace {
+
+PendingDecision pending(PendingStep step, std::string text) {
+  PendingDecision d;
+  d.step = step;
+  d.text = std::move(text);
+  return d;
+}
+
+}  // namespace
+
+PendingDecision decide_pending(const store::InstanceRow& r, const PendingObservation& seen,
+                               const PendingLimits& limits) {
+  using L = LifecycleStatus;
+  auto stage = parse_recovery_stage(r.recovery_stage).value_or(RecoveryStage::kNone);
+  bool rebooting = stage == RecoveryStage::kRebooting;
+  // A reboot that failed to start turned into a Replace: the recovery manager owns the node
+  // now, and no lifecycle timeout may retire it meanwhile.
+  if (!r.recovery.empty() && !rebooting) return {};
+  auto lifecycle = parse_lifecycle_status(r.lifecycle_status).value_or(L::kNotStarted);
+  if (rebooting &&
+      (lifecycle == L::kFailed || seen.now - r.recovery_since > limits.reboot_timeout)) {
+    return pending(PendingStep::kRebootFailed,
+                   lifecycle == L::kFailed
+                       ? "its boot scripts failed: " + r.lifecycle_tail
+                       : fmt::format("not back in service {} s after the reboot",
+                                     static_cast<int>(limits.reboot_timeout)));
+  }
+  if (lifecycle == L::kFailed) {
+    return pending(PendingStep::kRetire, fmt::format("OnCreate {} script failed with exit code {}",
+                                                     r.group, r.lifecycle_exit));
+  }
+  if (lifecycle != L::kSucceeded) {
+    double limit = limits.lifecycle_timeout + 60.0;
+    if (!rebooting && r.pid != 0 && seen.now - r.launch_time > limit) {
+      return pending(PendingStep::kRetire,
+                     fmt::format("no lifecycle outcome within {} s", static_cast<int>(limit)));
+    }
+    return {};
+  }
+  PendingDecision run = pending(PendingStep::kRun, "");
+  bool ready = false;
+  std::string waiting_for;
+  switch (seen.role) {
+    case spec::NodeRole::kController:
+      ready = seen.controller_up;
+      waiting_for = "slurmctld to answer";
+      break;
+    case spec::NodeRole::kWorker: {
+      waiting_for = "its slurmd to register with slurmctld";
+      if (!seen.controller_running || !seen.slurm_node || !seen.slurm_node->registered()) break;
+      const auto& node = *seen.slurm_node;
+      // A node endured (or an operator's Action:) drained goes back to service now that its
+      // new or rebooted instance is up; other drains are the operator's own.
+      bool ours =
+          node.reason.rfind(kDrainReasonPrefix, 0) == 0 || manual_action(node.reason).has_value();
+      run.resume_in_slurm = node.drained() && ours;
+      ready = true;
+      break;
+    }
+    case spec::NodeRole::kLogin:
+      ready = true;
+      break;
+  }
+  if (ready) {
+    bool recovered = !r.recovery.empty() || !r.replaces.empty();
+    std::string how = rebooting ? "rebooted" : (r.replaces.empty() ? "" : "replaced");
+    double since = r.recovery_since > 0 ? r.recovery_since : r.launch_time;
+    run.event = recovered ? "NodeReturnedToService" : "InstanceRunning";
+    run.text = recovered
+                   ? fmt::format("{}, back in service {:.1f} s after the fault was found", how,
+                                 seen.now - since)
+                   : fmt::format("in service {:.1f} s after launch", seen.now - r.launch_time);
+    return run;
+  }
+  if (rebooting) return {};
+  if (seen.now - r.launch_time > limits.lifecycle_timeout + limits.slurm_register_timeout) {
+    return pending(PendingStep::kRetire,
+                   "lifecycle succeeded but timed out waiting for " + waiting_for);
+  }
+  if (r.message != "waiting for " + waiting_for) {
+    return pending(PendingStep::kWait, "waiting for " + waiting_for);
+  }
+  return {};
+}
+
+HealthDecision decide_health(const store::InstanceRow& row, const HealthObservation& seen) {
+  HealthDecision d;
+  std::optional<RecoveryAction> action;
+  // An operator's Action: reason, honoured as the cloud service does: with jobs on the node
+  // (state=fail) it waits for them; a node set down acts at once.
+  if (seen.slurm_node) {
+    const auto& node = *seen.slurm_node;
+    auto manual = manual_action(node.reason);
+    if (manual && (node.has_flag("FAIL") || node.drained() || node.down())) {
+      if (node.busy() && !node.down()) {
+        std::string waiting = node.reason + " requested: waiting for jobs to finish";
+        if (row.message == waiting) return d;
+        d.step = HealthStep::kWaitForJobs;
+        d.text = waiting;
+        return d;
+      }
+      action = manual;
+      d.reason = node.reason + " set in Slurm";
+    }
+  }
+  if (!action) {
+    if (!seen.verdict) {
+      if (row.health != name(Health::kHealthy)) d.step = HealthStep::kMarkHealthy;
+      return d;
+    }
+    action = escalate(action_for_fault(seen.verdict->fault), row.reboots);
+    d.reason = seen.verdict->fault + ": " + seen.verdict->detail;
+  }
+  // The controller keeps Slurm's state on its local disk: it is rebooted, never replaced.
+  d.action = seen.is_controller ? RecoveryAction::kReboot : *action;
+  d.verdict = "Unhealthy: " + d.reason + " -> " + action_name(d.action);
+  d.step = seen.recovery_enabled ? HealthStep::kRecover : HealthStep::kMarkFailure;
+  return d;
+}
+
+RecoveryStep next_recovery_step(const std::string& recovery, RecoveryStage stage) {
+  switch (stage) {
+    case RecoveryStage::kRequested:
+      return RecoveryStep::kDrain;
+    case RecoveryStage::kDrained:
+      if (recovery == "Reboot") return RecoveryStep::kReboot;
+      return recovery == "Replace" ? RecoveryStep::kMarkReplacing : RecoveryStep::kNone;
+    case RecoveryStage::kTerminating:
+      return recovery == "Replace" ? RecoveryStep::kDestroy : RecoveryStep::kNone;
+    default:
+      return RecoveryStep::kNone;
+  }
+}
+
+DeepCheckOutcome decide_deep_check(const json& results, int timeout_seconds) {
+  DeepCheckOutcome out;
+  if (!results.is_array()) {
+    out.failed = fmt::format("no result within {} s", timeout_seconds);
+    return out;
+  }
+  for (const auto& r : results) {
+    if (r.value("Passed", false)) continue;
+    out.failed +=
+        (out.failed.empty() ? "" : "; ") + r.value("Check", "?") + ": " + r.value("Detail", "");
+  }
+  out.passed = out.failed.empty();
+  if (!out.passed) return out;
+  for (const auto& r : results) {
+    out.summary += (out.summary.empty() ? "" : ", ") + r.value("Check", "?") + " " +
+                   r.value("Metrics", json()).dump();
+  }
+  return out;
+}
+
+}  // namespace endure::controller

@@ -1,0 +1,116 @@
+// What endured decides about a node, as pure functions of what a pass observed and the
+// clock: (state, observation, now) -> (next step, its words). The managers observe (store,
+// provider, Slurm), call these, then act; every branch here is a unit test with no root, no
+// Slurm and no provider (tests/unit/node_decisions_test.cpp). The steps' names are the
+// transitions of node_state.h.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/json.h"
+#include "controller/health_monitor.h"
+#include "controller/node_state.h"
+#include "controller/recovery_policy.h"
+#include "slurm/slurm_client.h"
+#include "spec/layout.h"
+#include "store/store.h"
+
+namespace endure::controller {
+
+// --- An agent's lifecycle report (AgentReportLifecycle) ---
+
+struct LifecycleChange {
+  LifecycleStatus to;
+  std::string event;        // "" for none (InProgress, or a repeat)
+  std::string description;  // the event's
+  bool changed = false;     // the status moved: the reconciler has something to do
+};
+
+// nullopt when the report changes nothing: an outcome stands until a reboot asks again,
+// and a rebooting node's "in progress" adds nothing.
+std::optional<LifecycleChange> decide_lifecycle_report(LifecycleStatus current,
+                                                       LifecycleStatus reported, int exit_code);
+
+// --- A Pending node on its way into service (the reconciler's advance_pending) ---
+
+struct PendingObservation {
+  spec::NodeRole role = spec::NodeRole::kWorker;
+  bool controller_up = false;       // slurmctld answers (read for the controller node only)
+  bool controller_running = false;  // the cluster's controller node is Running
+  std::optional<slurm::NodeState> slurm_node;  // Slurm's record of this node, if any
+  double now = 0;
+};
+
+struct PendingLimits {
+  double reboot_timeout = 0;     // a reboot must bring the node back within this
+  double lifecycle_timeout = 0;  // OnCreate's own limit
+  double slurm_register_timeout = 0;
+};
+
+enum class PendingStep {
+  kNothing,       // not ours to move (a recovery is under way) or nothing new
+  kWait,          // text: what it waits for (the row's message)
+  kRetire,        // text: why it failed (retired as Failure)
+  kRebootFailed,  // text: why; the recovery turns into a Replace
+  kRun,           // into service; event and text say how
+};
+
+struct PendingDecision {
+  PendingStep step = PendingStep::kNothing;
+  std::string text;
+  std::string event;             // kRun: InstanceRunning or NodeReturnedToService
+  bool resume_in_slurm = false;  // kRun: resume the node endured (or an Action:) drained
+};
+
+PendingDecision decide_pending(const store::InstanceRow& row, const PendingObservation& seen,
+                               const PendingLimits& limits);
+
+// --- A Running node's health (the recovery manager's judge) ---
+
+struct HealthObservation {
+  std::optional<slurm::NodeState> slurm_node;  // Slurm's record of this node, if any
+  std::optional<Verdict> verdict;              // the health monitor's, nullopt: healthy
+  bool is_controller = false;                  // runs slurmctld: rebooted, never replaced
+  bool recovery_enabled = true;                // the cluster's NodeRecovery is Automatic
+};
+
+enum class HealthStep {
+  kNothing,      // healthy and marked so
+  kMarkHealthy,  // healthy again (the row said otherwise)
+  kWaitForJobs,  // an operator's Action: with jobs on the node (state=fail): text
+  kMarkFailure,  // NodeRecovery None: marked Failure and drained, nothing else
+  kRecover,      // a recovery is requested: action, reason
+};
+
+struct HealthDecision {
+  HealthStep step = HealthStep::kNothing;
+  RecoveryAction action = RecoveryAction::kReplace;
+  std::string reason;   // "hang: no heartbeat for 6.0 s", "Action:Replace set in Slurm"
+  std::string verdict;  // "Unhealthy: <reason> -> Replace"
+  std::string text;     // kWaitForJobs: the row's message
+};
+
+HealthDecision decide_health(const store::InstanceRow& row, const HealthObservation& seen);
+
+// --- A recovery under way (the recovery manager's act) ---
+
+enum class RecoveryStep { kNone, kDrain, kReboot, kMarkReplacing, kDestroy };
+
+// The next effect of a recovery at `stage`: Requested -> drain; Drained -> reboot (Reboot)
+// or mark replacing (Replace); Terminating -> destroy (Replace). kNone otherwise.
+RecoveryStep next_recovery_step(const std::string& recovery, RecoveryStage stage);
+
+// --- Closing a deep health check (the deep check manager) ---
+
+struct DeepCheckOutcome {
+  bool passed = false;
+  std::string failed;   // "disk: No space left on device; ..." (or the timeout)
+  std::string summary;  // the passed checks and their metrics
+};
+
+// results: the node's reported [{Check, Passed, Detail, Metrics}], or null when it reported
+// nothing within timeout_seconds.
+DeepCheckOutcome decide_deep_check(const json& results, int timeout_seconds);
+
+}  // namespace endure::controller

@@ -1,0 +1,91 @@
+#include "controller/transition.h"
+
+#include "common/log.h"
+#include "controller/node_state.h"
+
+namespace endure::controller {
+namespace {
+
+// The change fn made to r, against the tables: (status, stage) and the lifecycle status.
+Status check(const store::InstanceRow& before, const store::InstanceRow& after,
+             const std::string& first_event) {
+  auto from = parse_node_state(before.status, before.recovery_stage);
+  auto to = parse_node_state(after.status, after.recovery_stage);
+  if (!from || !to) {
+    return make_error("InvalidTransition", "unknown node state " + before.status + "/" +
+                                               before.recovery_stage + " -> " + after.status + "/" +
+                                               after.recovery_stage);
+  }
+  bool lifecycle_changed = before.lifecycle_status != after.lifecycle_status;
+  // A lifecycle report moves the lifecycle alone: its event belongs to that table.
+  if (!lifecycle_changed || !(*from == *to)) {
+    if (Status s = check_transition(from, *to, first_event); !s) return s;
+  }
+  if (!lifecycle_changed) return {};
+  auto lc_from = parse_lifecycle_status(before.lifecycle_status);
+  auto lc_to = parse_lifecycle_status(after.lifecycle_status);
+  if (!lc_from || !lc_to) {
+    return make_error("InvalidTransition", "unknown lifecycle status " + before.lifecycle_status +
+                                               " -> " + after.lifecycle_status);
+  }
+  return check_lifecycle_transition(*lc_from, *lc_to, first_event);
+}
+
+}  // namespace
+
+Status transition(store::Store& store, const store::InstanceRow& row,
+                  const store::Store::InstanceEvents& events,
+                  const std::function<void(store::InstanceRow&)>& change) {
+  const std::string first_event = events.empty() ? "" : events.front().first;
+  Status s = store.transition(
+      row.instance_id,
+      [&](store::InstanceRow& r) -> Status {
+        store::InstanceRow before = r;
+        change(r);
+        return check(before, r, first_event);
+      },
+      events);
+  if (!s) {
+    log::error("{} {}: {}", row.node_name, row.instance_id, s.error().message);
+    return s;
+  }
+  for (const auto& [type, text] : events) {
+    log::info("{} {}: {}: {}", row.node_name, row.instance_id, type, text);
+  }
+  return s;
+}
+
+Status insert_node(store::Store& store, const store::InstanceRow& row,
+                   const std::string& description) {
+  auto to = parse_node_state(row.status, row.recovery_stage);
+  Status s = to ? check_transition(std::nullopt, *to, "InstanceLaunching")
+                : Status(make_error("InvalidTransition", "unknown node state " + row.status));
+  if (s) {
+    s = store.transaction([&]() -> Status {
+      if (auto st = store.insert_instance(row); !st) return st;
+      auto ev = store.append_event({0, row.cluster_id, 0, "Instance", row.group, row.instance_id,
+                                    row.node_name, "InstanceLaunching", description});
+      return ev ? Status{} : Status(ev.error());
+    });
+  }
+  if (!s) {
+    log::error("{} {}: {}", row.node_name, row.instance_id, s.error().message);
+    return s;
+  }
+  log::info("{} {}: InstanceLaunching: {}", row.node_name, row.instance_id, description);
+  return s;
+}
+
+Status transition(store::Store& store, const store::ClusterRow& cluster,
+                  const std::function<void(store::ClusterRow&)>& change, const std::string& type,
+                  const std::string& description) {
+  Status s = store.transition_cluster(cluster.id, change, type, description);
+  if (!s) {
+    log::error("{}: {}: {}", cluster.name, type, s.error().message);
+    return s;
+  }
+  log::info("{}: {}: {}", cluster.name, type, description);
+  return s;
+}
+
+}  // namespace endure::controller
