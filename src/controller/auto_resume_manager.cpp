@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "api/wire.h"
+#include "common/crash_point.h"
 #include "common/ids.h"
 #include "common/log.h"
 #include "slurm/hostlist.h"
@@ -76,6 +77,7 @@ Status AutoResumeManager::record(const store::ClusterRow& cluster, const store::
 
 StepNode AutoResumeManager::step_node(const store::ClusterRow& cluster,
                                       const std::vector<store::InstanceRow>& instances,
+                                      const std::vector<store::InstanceRow>& all_rows,
                                       const std::string& name) {
   StepNode n;
   n.name = name;
@@ -89,11 +91,11 @@ StepNode AutoResumeManager::step_node(const store::ClusterRow& cluster,
     n.last_heartbeat = age < 0 ? 0 : ids::now_seconds() - age;
   }
   if (!n.known) return n;
-  // The node's events outlive its instances: a replaced node's verdict is among them.
-  for (const auto& ev : store_.events(cluster.id, 0, 100000, name)) {
-    if (ev.type == "NodeUnhealthy" || ev.type == "NodeRecoveryRequested") {
-      n.last_fault_time = ev.time;
-      n.last_fault = ev.description;
+  // A replaced node's verdict is on its earlier instance's row: every row of the slot counts.
+  for (const auto& row : all_rows) {
+    if (row.node_name == name && row.verdict_time > n.last_fault_time) {
+      n.last_fault_time = row.verdict_time;
+      n.last_fault = row.last_verdict;
     }
   }
   return n;
@@ -127,7 +129,8 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
 
   std::vector<StepNode> nodes;
   auto instances = store_.instances(cluster.id, true);
-  for (const auto& name : names) nodes.push_back(step_node(cluster, instances, name));
+  auto all_rows = store_.instances(cluster.id, false);
+  for (const auto& name : names) nodes.push_back(step_node(cluster, instances, all_rows, name));
   double settle = config_.health_check_seconds + config_.heartbeat_seconds + 0.5;
   auto judgement = judge_step(nodes, step_start, failed_at, settle);
   json reply = {{"Decision", decision_name(judgement.decision)},
@@ -176,6 +179,7 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
       !s) {
     return s.error();
   }
+  crash_point("autoresume.after_grant");
   reply["Resume"] = true;
   reply["ResumeCount"] = r.resumes;
   return reply;
@@ -308,6 +312,7 @@ void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmV
       log::warn("{}: expand job {}: {}", cluster.name, job->id, s.error().message);
       continue;  // tried again next pass
     }
+    crash_point("autoresume.after_expand");
     row.overlap = has_stale_steps(cluster, *slurm.client, row.job_id, faulty);
     finish(cluster, row, "Ready", "job grown back onto " + slurm::join_hostlist(missing));
   }

@@ -52,7 +52,8 @@ class AutoResumeManager {
 
  private:
   StepNode step_node(const store::ClusterRow& cluster,
-                     const std::vector<store::InstanceRow>& instances, const std::string& name);
+                     const std::vector<store::InstanceRow>& instances,
+                     const std::vector<store::InstanceRow>& all_rows, const std::string& name);
   // Stores the job's record and its event in one transaction, and logs them.
   Status record(const store::ClusterRow& cluster, const store::AutoResumeRow& row,
                 const std::string& type, const std::string& text);

@@ -15,8 +15,8 @@ struct StepNode {
   std::string status;          // its live instance's status (Running, Pending, ...)
   std::string recovery;        // Reboot or Replace under way, else empty
   double launch_time = 0;      // when its live instance was launched
-  double last_fault_time = 0;  // time of its latest NodeUnhealthy / recovery request (0: none)
-  std::string last_fault;      // that event's text
+  double last_fault_time = 0;  // when its latest verdict was given, on any of its instances (0: none)
+  std::string last_fault;      // that verdict
   double last_heartbeat = 0;   // time of its latest heartbeat (0: none heard)
 };
 

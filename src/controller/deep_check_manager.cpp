@@ -166,6 +166,7 @@ void DeepCheckManager::reconcile(const store::ClusterRow& cluster, const SlurmVi
       if (!outcome.passed) {
         x.health = "Unhealthy";
         x.last_verdict = verdict;
+        x.verdict_time = now;
         x.recovery = "Replace";
         x.recovery_reason = "deep-health-check: " + outcome.failed;
         x.recovery_stage = "Requested";

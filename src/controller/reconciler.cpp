@@ -421,6 +421,7 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
           }
         }
         crash_point("running.before_record");
+        if (d.event == "NodeReturnedToService") crash_point("recovery.before_return");
         Status s = transition(store_, r, {{d.event, d.text}}, [&](store::InstanceRow& x) {
           x.status = "Running";
           x.message = "";

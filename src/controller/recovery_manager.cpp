@@ -68,6 +68,7 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
         x.message = d.reason;
         x.health = "Unhealthy";
         x.last_verdict = d.verdict;
+        x.verdict_time = ids::now_seconds();
       });
       return;
     }
@@ -75,6 +76,7 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
       (void)transition(store_, row, {{"NodeUnhealthy", d.verdict}}, [&](store::InstanceRow& x) {
         x.health = "Unhealthy";
         x.last_verdict = d.verdict;
+        x.verdict_time = ids::now_seconds();
         x.recovery = action_name(d.action);
         x.recovery_reason = d.reason;
         x.recovery_stage = "Requested";
@@ -174,6 +176,7 @@ void RecoveryManager::reboot(const store::ClusterRow& cluster, const store::Inst
       });
   if (!s) return;
   auto pid = provider_.reboot(cluster.id, row.instance_id);
+  crash_point("recovery.after_reboot");
   if (pid) {
     (void)transition(store_, row, {}, [&](store::InstanceRow& x) { x.pid = *pid; });
     return;
@@ -216,6 +219,7 @@ Status RecoveryManager::request(const store::ClusterRow& cluster, const spec::Cl
                       x.recovery_stage = "Requested";
                       x.recovery_since = ids::now_seconds();
                       x.last_verdict = "requested: " + reason + " -> " + action_name(action);
+                      x.verdict_time = ids::now_seconds();
                     });
 }
 

@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS instances (
   terminated_at REAL NOT NULL DEFAULT 0,
   health TEXT NOT NULL DEFAULT 'Unknown',
   last_verdict TEXT NOT NULL DEFAULT '',
+  verdict_time REAL NOT NULL DEFAULT 0,
   recovery TEXT NOT NULL DEFAULT '',
   recovery_reason TEXT NOT NULL DEFAULT '',
   recovery_stage TEXT NOT NULL DEFAULT '',
@@ -161,7 +162,7 @@ constexpr const char* kInstanceCols =
     "instance_id, cluster_id, grp, slot, node_name, status, message, launch_time, pid, "
     "agent_token, lifecycle_status, lifecycle_exit, lifecycle_tail, last_heartbeat, "
     "terminated_at, health, last_verdict, recovery, recovery_reason, recovery_stage, "
-    "recovery_since, reboots, replaces, deep_check, deep_result";
+    "recovery_since, reboots, replaces, deep_check, deep_result, verdict_time";
 
 InstanceRow read_instance(const Stmt& s) {
   InstanceRow r;
@@ -190,6 +191,7 @@ InstanceRow read_instance(const Stmt& s) {
   r.replaces = s.text(22);
   r.deep_check = json::parse(s.text(23), nullptr, false);
   r.deep_result = json::parse(s.text(24), nullptr, false);
+  r.verdict_time = s.real(25);
   if (r.deep_check.is_discarded()) r.deep_check = nullptr;
   if (r.deep_result.is_discarded()) r.deep_result = nullptr;
   return r;
@@ -201,7 +203,8 @@ void bind_instance_values(Stmt& s, const InstanceRow& r) {
       .bind(r.lifecycle_status).bind(r.lifecycle_exit).bind(r.lifecycle_tail)
       .bind(r.last_heartbeat).bind(r.terminated_at).bind(r.health).bind(r.last_verdict)
       .bind(r.recovery).bind(r.recovery_reason).bind(r.recovery_stage).bind(r.recovery_since)
-      .bind(r.reboots).bind(r.replaces).bind(r.deep_check.dump()).bind(r.deep_result.dump());
+      .bind(r.reboots).bind(r.replaces).bind(r.deep_check.dump()).bind(r.deep_result.dump())
+      .bind(r.verdict_time);
 }
 
 }  // namespace
@@ -229,7 +232,8 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
         "recovery TEXT NOT NULL DEFAULT ''", "recovery_reason TEXT NOT NULL DEFAULT ''",
         "recovery_stage TEXT NOT NULL DEFAULT ''", "recovery_since REAL NOT NULL DEFAULT 0",
         "reboots INTEGER NOT NULL DEFAULT 0", "replaces TEXT NOT NULL DEFAULT ''",
-        "deep_check TEXT NOT NULL DEFAULT 'null'", "deep_result TEXT NOT NULL DEFAULT 'null'"}) {
+        "deep_check TEXT NOT NULL DEFAULT 'null'", "deep_result TEXT NOT NULL DEFAULT 'null'",
+        "verdict_time REAL NOT NULL DEFAULT 0"}) {
     auto s = store->exec(std::string("ALTER TABLE instances ADD COLUMN ") + column + ";");
     if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
   }
@@ -322,7 +326,7 @@ std::vector<ClusterRow> Store::clusters(bool include_deleted) {
 Status Store::insert_instance(const InstanceRow& r) {
   std::lock_guard lock(mu_);
   Stmt s(db_, (std::string("INSERT INTO instances (") + kInstanceCols +
-               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)").c_str());
+               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)").c_str());
   s.bind(r.instance_id);
   bind_instance_values(s, r);
   return s.run("insert instance " + r.instance_id);
@@ -334,7 +338,7 @@ Status Store::update_instance(const InstanceRow& r) {
               "message=?, launch_time=?, pid=?, agent_token=?, lifecycle_status=?, "
               "lifecycle_exit=?, lifecycle_tail=?, last_heartbeat=?, terminated_at=?, health=?, "
               "last_verdict=?, recovery=?, recovery_reason=?, recovery_stage=?, "
-              "recovery_since=?, reboots=?, replaces=?, deep_check=?, deep_result=? "
+              "recovery_since=?, reboots=?, replaces=?, deep_check=?, deep_result=?, verdict_time=? "
               "WHERE instance_id=?");
   bind_instance_values(s, r);
   s.bind(r.instance_id);

@@ -52,6 +52,7 @@ struct InstanceRow {
   // Health and recovery (see controller/recovery_policy.h).
   std::string health = "Unknown";  // Unknown, Healthy, Unhealthy
   std::string last_verdict;        // "Unhealthy: hang: no heartbeat for 6 s -> Reboot"
+  double verdict_time = 0;         // when last_verdict was given (0: never)
   std::string recovery;            // "", Reboot, Replace: the action under way
   std::string recovery_reason;
   std::string recovery_stage;  // "", Requested, Drained, Rebooting, Terminating, Done

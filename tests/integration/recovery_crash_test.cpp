@@ -91,7 +91,12 @@ INSTANTIATE_TEST_SUITE_P(CrashPoints, RecoveryCrash,
                          ::testing::Values(CrashCase{"recovery.after_drain", "xid", "Replace"},
                                            CrashCase{"recovery.after_terminate", "xid", "Replace"},
                                            CrashCase{"recovery.after_launch", "xid", "Replace"},
+                                           CrashCase{"recovery.before_return", "xid", "Replace"},
                                            CrashCase{"recovery.after_drain", "slurmd-kill",
+                                                     "Reboot"},
+                                           CrashCase{"recovery.after_reboot", "slurmd-kill",
+                                                     "Reboot"},
+                                           CrashCase{"recovery.before_return", "slurmd-kill",
                                                      "Reboot"}),
                          [](const auto& info) {
                            std::string name =

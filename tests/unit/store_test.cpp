@@ -100,6 +100,17 @@ void expect_same_instance(const InstanceRow& got, const InstanceRow& want) {
   EXPECT_EQ(got.lifecycle_tail, want.lifecycle_tail);
   EXPECT_DOUBLE_EQ(got.last_heartbeat, want.last_heartbeat);
   EXPECT_DOUBLE_EQ(got.terminated_at, want.terminated_at);
+  EXPECT_EQ(got.health, want.health);
+  EXPECT_EQ(got.last_verdict, want.last_verdict);
+  EXPECT_DOUBLE_EQ(got.verdict_time, want.verdict_time);
+  EXPECT_EQ(got.recovery, want.recovery);
+  EXPECT_EQ(got.recovery_reason, want.recovery_reason);
+  EXPECT_EQ(got.recovery_stage, want.recovery_stage);
+  EXPECT_DOUBLE_EQ(got.recovery_since, want.recovery_since);
+  EXPECT_EQ(got.reboots, want.reboots);
+  EXPECT_EQ(got.replaces, want.replaces);
+  EXPECT_EQ(got.deep_check, want.deep_check);
+  EXPECT_EQ(got.deep_result, want.deep_result);
 }
 
 void expect_same_event(const EventRow& got, const EventRow& want) {
@@ -255,6 +266,17 @@ TEST_F(StoreTest, InstanceRoundTripsEveryField) {
   u.lifecycle_tail = "line 1\nline 2\n";
   u.last_heartbeat = 1700000300.25;
   u.terminated_at = 1700000400.75;
+  u.health = "Unhealthy";
+  u.last_verdict = "Unhealthy: xid: Xid 79 -> Replace";
+  u.verdict_time = 1700000350.5;
+  u.recovery = "Replace";
+  u.recovery_reason = "xid: Xid 79";
+  u.recovery_stage = "Terminating";
+  u.recovery_since = 1700000350.5;
+  u.reboots = 2;
+  u.replaces = "i-0123456789abcdef1";
+  u.deep_check = {{"Id", "hc-1"}};
+  u.deep_result = json::array({{{"Check", "cpu"}, {"Passed", true}}});
   ASSERT_TRUE(store_->update_instance(u).ok());
   got = store_->instance(i.instance_id);
   ASSERT_TRUE(got.has_value());
