@@ -30,9 +30,9 @@ DeepCheckRunner::~DeepCheckRunner() {
   server_.stop();
 }
 
-void DeepCheckRunner::on_order(const json& order) {
+void DeepCheckRunner::on_order(const std::optional<api::DeepCheckOrder>& order) {
   std::lock_guard lock(mu_);
-  if (!order.is_object()) {
+  if (!order) {
     // The check is closed: the peer has measured us, the server can go.
     // Never wait here for a running check: this is the heartbeat thread.
     if (serving_ && finished_) {
@@ -42,38 +42,39 @@ void DeepCheckRunner::on_order(const json& order) {
     }
     return;
   }
-  std::string id = order.value("Id", "");
+  const std::string& id = order->id;
   if (id.empty() || id == current_id_ || !finished_) return;
   if (worker_.joinable()) worker_.join();
   finished_ = false;
   current_id_ = id;
   server_.stop();
-  serving_ = server_.start(order.value("Address", ""), order.value("Port", api::kDeepCheckNetworkPort));
+  serving_ = server_.start(order->address, order->port);
   if (!serving_) log::warn("deep check {}: cannot serve the network test", id);
-  worker_ = std::thread([this, order] { run(order); });
+  worker_ = std::thread([this, order = *order] { run(order); });
 }
 
-void DeepCheckRunner::run(json order) {
+void DeepCheckRunner::run(api::DeepCheckOrder order) {
   auto options = deep_check_options(config_);
-  std::string id = order.value("Id", "");
+  const std::string& id = order.id;
   log::info("deep check {}: starting", id);
-  json results = json::array();
-  results.push_back(health::cpu_check(options).to_json());
-  results.push_back(health::memory_check(options).to_json());
-  results.push_back(health::disk_check(options).to_json());
-  if (order.contains("Peer")) {
-    std::string peer = order["Peer"];
-    int port = order.value("Port", api::kDeepCheckNetworkPort);
+  api::AgentReportDeepHealthCheckRequest report{config_.instance_id, id, {}};
+  auto add = [&](const health::DeepResult& r) {
+    report.results.push_back({r.check, r.passed, r.detail, r.metrics});
+  };
+  add(health::cpu_check(options));
+  add(health::memory_check(options));
+  add(health::disk_check(options));
+  if (order.peer) {
     health::DeepResult net;
     // The peer starts serving when its own heartbeat brings the order: give it a moment.
     for (int attempt = 0; attempt < 10; ++attempt) {
-      net = health::network_check(peer, port, options);
+      net = health::network_check(*order.peer, order.port, options);
       if (net.passed || net.metrics.value("bytes", 0L) > 0) break;
       std::this_thread::sleep_for(500ms);
     }
-    results.push_back(net.to_json());
+    add(net);
   }
-  json body = {{"InstanceId", config_.instance_id}, {"Id", id}, {"Results", results}};
+  json body = report.to_json();
   for (int attempt = 0; attempt < 30; ++attempt) {
     if (client_.post(std::string(api::kPathPrefix) + api::kAgentReportDeepHealthCheck, body)) break;
     std::this_thread::sleep_for(1s);

@@ -4,11 +4,13 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "agent/agent_config.h"
 #include "agent/health/deep.h"
+#include "api/messages.h"
 #include "common/http_client.h"
 #include "common/json.h"
 
@@ -19,11 +21,11 @@ class DeepCheckRunner {
   DeepCheckRunner(const AgentConfig& config, HttpClient client);
   ~DeepCheckRunner();
 
-  // Called with every heartbeat reply's "DeepHealthCheck" (null when none is open).
-  void on_order(const json& order);
+  // Called with every heartbeat reply's DeepHealthCheck (empty when none is open).
+  void on_order(const std::optional<api::DeepCheckOrder>& order);
 
  private:
-  void run(json order);
+  void run(api::DeepCheckOrder order);
 
   const AgentConfig& config_;
   HttpClient client_;

@@ -1,22 +1,26 @@
-#include "api/node_contract.h"
 #include "agent/lifecycle.h"
 
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <algorithm>
 #include <filesystem>
 #include <vector>
 
+#include "api/fields.h"
+#include "api/node_contract.h"
 #include "common/fs.h"
 
 namespace endure::agent {
 
+// The node's own record of the outcome, in the lifecycle report's field names.
 json LifecycleResult::to_json() const {
-  return {{"Status", status}, {"ExitCode", exit_code}, {"LastLines", last_lines}};
+  return {{api::field::kStatus, status},
+          {api::field::kExitCode, exit_code},
+          {api::field::kLastLines, last_lines}};
 }
 
 namespace {
@@ -105,8 +109,10 @@ LifecycleResult lifecycle_outcome(int wait_status, bool timed_out, int timeout_s
     r.last_lines = fs::tail_lines(node::kLifecycleLog, kTailLines) + note + "\n";
     return r;
   }
-  if (WIFEXITED(wait_status)) r.exit_code = WEXITSTATUS(wait_status);
-  else if (WIFSIGNALED(wait_status)) r.exit_code = 128 + WTERMSIG(wait_status);
+  if (WIFEXITED(wait_status))
+    r.exit_code = WEXITSTATUS(wait_status);
+  else if (WIFSIGNALED(wait_status))
+    r.exit_code = 128 + WTERMSIG(wait_status);
   r.status = r.exit_code == 0 ? "Succeeded" : "Failed";
   r.last_lines = fs::tail_lines(node::kLifecycleLog, kTailLines);
   return r;
@@ -118,9 +124,9 @@ std::optional<LifecycleResult> saved_lifecycle_result() {
   auto j = json::parse(*text, nullptr, false);
   if (!j.is_object()) return std::nullopt;
   LifecycleResult r;
-  r.status = j.value("Status", "");
-  r.exit_code = j.value("ExitCode", -1);
-  r.last_lines = j.value("LastLines", "");
+  r.status = j.value(api::field::kStatus, "");
+  r.exit_code = j.value(api::field::kExitCode, -1);
+  r.last_lines = j.value(api::field::kLastLines, "");
   if (r.status != "Succeeded" && r.status != "Failed") return std::nullopt;
   return r;
 }

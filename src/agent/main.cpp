@@ -5,21 +5,22 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <functional>
-#include <filesystem>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
-#include "api/node_contract.h"
 #include "agent/agent_config.h"
 #include "agent/deep_check_runner.h"
 #include "agent/health/health_check.h"
 #include "agent/lifecycle.h"
 #include "agent/local_boot.h"
+#include "api/messages.h"
+#include "api/node_contract.h"
 #include "api/wire.h"
 #include "common/fs.h"
 #include "common/http_client.h"
@@ -40,7 +41,7 @@ void on_term(int) { g_stop = true; }
 class Reporter {
  public:
   Reporter(const agent::AgentConfig& config, HttpClient client,
-           std::function<void(const json&)> on_orders)
+           std::function<void(const api::AgentHeartbeatReply&)> on_orders)
       : config_(config), client_(std::move(client)), on_orders_(std::move(on_orders)) {}
 
   void report_lifecycle(const agent::LifecycleResult& result) {
@@ -50,7 +51,7 @@ class Reporter {
   }
 
   // The findings of the latest health-check round, sent with every heartbeat.
-  void set_findings(json findings) {
+  void set_findings(std::vector<api::Finding> findings) {
     std::lock_guard lock(mu_);
     findings_ = std::move(findings);
   }
@@ -65,9 +66,9 @@ class Reporter {
         pending = pending_;
       }
       if (pending) {
-        json body = pending->to_json();
-        body["InstanceId"] = config_.instance_id;
-        auto reply = client_.post(path(api::kAgentReportLifecycle), body);
+        api::AgentReportLifecycleRequest body{pending->status, pending->exit_code,
+                                              pending->last_lines, config_.instance_id};
+        auto reply = client_.post(path(api::kAgentReportLifecycle), body.to_json());
         if (reply) {
           std::lock_guard lock(mu_);
           if (pending_ && pending_->status == pending->status) pending_.reset();
@@ -76,14 +77,20 @@ class Reporter {
         }
       }
       if (std::chrono::steady_clock::now() >= next_beat) {
-        json findings;
+        api::AgentHeartbeatRequest beat{config_.instance_id, {}};
         {
           std::lock_guard lock(mu_);
-          findings = findings_;
+          beat.findings = findings_;
         }
-        auto reply = client_.post(path(api::kAgentHeartbeat),
-                                  {{"InstanceId", config_.instance_id}, {"Findings", findings}});
-        if (reply) on_orders_(*reply);
+        auto reply = client_.post(path(api::kAgentHeartbeat), beat.to_json());
+        if (reply) {
+          auto orders = api::AgentHeartbeatReply::from_json(*reply);
+          if (orders) {
+            on_orders_(*orders);
+          } else {
+            log::warn("agent: heartbeat reply not understood: {}", orders.error().message);
+          }
+        }
         next_beat = std::chrono::steady_clock::now() +
                     std::chrono::milliseconds(static_cast<int>(config_.heartbeat_seconds * 1000));
       }
@@ -98,8 +105,8 @@ class Reporter {
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<agent::LifecycleResult> pending_;
-  json findings_ = json::array();
-  std::function<void(const json&)> on_orders_;
+  std::vector<api::Finding> findings_;
+  std::function<void(const api::AgentHeartbeatReply&)> on_orders_;
 };
 
 agent::health::NodeExpectations expectations(const agent::AgentConfig& c) {
@@ -132,9 +139,12 @@ int main(int argc, char** argv) {
   std::string boot_path;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--local-boot" && i + 1 < argc) boot_path = argv[++i];
-    else if (arg == "--config" && i + 1 < argc) config_path = argv[++i];
-    else return usage();
+    if (arg == "--local-boot" && i + 1 < argc)
+      boot_path = argv[++i];
+    else if (arg == "--config" && i + 1 < argc)
+      config_path = argv[++i];
+    else
+      return usage();
   }
   spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [agent] %v");
   if (!boot_path.empty()) {
@@ -163,9 +173,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   agent::DeepCheckRunner deep_checks(*config, HttpClient(*endpoint, config->token, 10));
-  Reporter reporter(*config, HttpClient(*endpoint, config->token, 10), [&](const json& reply) {
-    deep_checks.on_order(reply.contains("DeepHealthCheck") ? reply["DeepHealthCheck"] : json());
-  });
+  Reporter reporter(*config, HttpClient(*endpoint, config->token, 10),
+                    [&](const api::AgentHeartbeatReply& reply) {
+                      deep_checks.on_order(reply.deep_health_check);
+                    });
   std::thread reporter_thread([&] { reporter.run(); });
 
   int lifecycle_pid = 0;
@@ -214,9 +225,11 @@ int main(int argc, char** argv) {
     auto period = std::chrono::milliseconds(static_cast<int>(config->health_check_seconds * 1000));
     while (!g_stop) {
       if (in_service) {
-        json findings = json::array();
-        for (const auto& f : agent::health::run_all(checks)) findings.push_back(f.to_json());
-        reporter.set_findings(findings);
+        std::vector<api::Finding> findings;
+        for (const auto& f : agent::health::run_all(checks)) {
+          findings.push_back({f.kind, f.check, f.detail});
+        }
+        reporter.set_findings(std::move(findings));
       }
       for (auto slept = 0ms; slept < period && !g_stop; slept += 100ms) {
         std::this_thread::sleep_for(100ms);

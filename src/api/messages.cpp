@@ -49,6 +49,7 @@ ENDURE_API_CODEC(DescribeClusterReply)
 ENDURE_API_CODEC(ClusterSummary)
 ENDURE_API_CODEC(ListClustersReply)
 ENDURE_API_CODEC(UpdateClusterRequest)
+ENDURE_API_CODEC(UpdateClusterSoftwareRequest)
 ENDURE_API_CODEC(InstanceStatus)
 ENDURE_API_CODEC(ClusterNodeSummary)
 ENDURE_API_CODEC(ListClusterNodesRequest)
@@ -61,9 +62,12 @@ ENDURE_API_CODEC(DescribeClusterNodeReply)
 ENDURE_API_CODEC(ListClusterEventsRequest)
 ENDURE_API_CODEC(Event)
 ENDURE_API_CODEC(ListClusterEventsReply)
+ENDURE_API_CODEC(DescribeClusterEventRequest)
+ENDURE_API_CODEC(DescribeClusterEventReply)
 ENDURE_API_CODEC(GetClusterNodeLogReply)
 ENDURE_API_CODEC(GetNodeExecTargetReply)
 ENDURE_API_CODEC(BatchNodesRequest)
+ENDURE_API_CODEC(BatchDeleteClusterNodesRequest)
 ENDURE_API_CODEC(BatchFailure)
 ENDURE_API_CODEC(BatchNodesReply)
 ENDURE_API_CODEC(StartClusterHealthCheckRequest)
@@ -112,6 +116,15 @@ Status BatchNodesRequest::check() const {
   if (node_ids.empty() || node_ids.size() > static_cast<size_t>(kMaxBatchNodes)) {
     return invalid(std::string(field::kNodeIds) + ": must be an array of 1 to " +
                    std::to_string(kMaxBatchNodes) + " instance ids");
+  }
+  return {};
+}
+
+Status BatchDeleteClusterNodesRequest::check() const {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  if (node_ids.empty() || node_ids.size() > static_cast<size_t>(kMaxBatchDeleteNodes)) {
+    return invalid(std::string(field::kNodeIds) + ": must be an array of 1 to " +
+                   std::to_string(kMaxBatchDeleteNodes) + " instance ids");
   }
   return {};
 }
@@ -167,14 +180,18 @@ std::vector<ActionFields> all_actions() {
       action<ListClusterNodesRequest, ListClusterNodesReply>(kListClusterNodes),
       action<DescribeClusterNodeRequest, DescribeClusterNodeReply>(kDescribeClusterNode),
       action<UpdateClusterRequest, UpdateClusterReply>(kUpdateCluster),
+      action<UpdateClusterSoftwareRequest, UpdateClusterSoftwareReply>(kUpdateClusterSoftware),
       action<DeleteClusterRequest, DeleteClusterReply>(kDeleteCluster),
       action<ListClusterEventsRequest, ListClusterEventsReply>(kListClusterEvents),
+      action<DescribeClusterEventRequest, DescribeClusterEventReply>(kDescribeClusterEvent),
       action<GetClusterNodeLogRequest, GetClusterNodeLogReply>(kGetClusterNodeLog),
       action<GetNodeExecTargetRequest, GetNodeExecTargetReply>(kGetNodeExecTarget),
       action<BatchRebootClusterNodesRequest, BatchRebootClusterNodesReply>(
           kBatchRebootClusterNodes),
       action<BatchReplaceClusterNodesRequest, BatchReplaceClusterNodesReply>(
           kBatchReplaceClusterNodes),
+      action<BatchDeleteClusterNodesRequest, BatchDeleteClusterNodesReply>(
+          kBatchDeleteClusterNodes),
       action<StartClusterHealthCheckRequest, StartClusterHealthCheckReply>(
           kStartClusterHealthCheck),
       action<DebugInjectFaultRequest, DebugInjectFaultReply>(kDebugInjectFault),

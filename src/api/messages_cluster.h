@@ -218,4 +218,26 @@ struct UpdateClusterRequest {
   static Result<UpdateClusterRequest> from_json(const json& in);
 };
 
+// UpdateClusterSoftware: the named groups (default every group) get fresh software, in
+// rolling batches. DeploymentConfig is {RollingUpdatePolicy: {MaximumBatchSize: {Type:
+// INSTANCE_COUNT|CAPACITY_PERCENTAGE, Value}}, WaitIntervalInSeconds}, checked by endured
+// (controller/software_update_plan.h); ImageId is refused (nodes run the host's software).
+struct UpdateClusterSoftwareRequest {
+  static constexpr const char* kName = "UpdateClusterSoftwareRequest";
+  std::string cluster_name;
+  std::optional<std::vector<std::string>> instance_groups;
+  std::optional<json> deployment_config;
+  std::optional<std::string> image_id;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterName, s.cluster_name);
+    v(field::kInstanceGroups, s.instance_groups);
+    v(field::kDeploymentConfig, s.deployment_config);
+    v(field::kImageId, s.image_id);
+  }
+  json to_json() const;
+  static Result<UpdateClusterSoftwareRequest> from_json(const json& in);
+};
+using UpdateClusterSoftwareReply = ClusterArnReply;
+
 }  // namespace endure::api

@@ -229,6 +229,31 @@ struct ListClusterEventsReply {
   static Result<ListClusterEventsReply> from_json(const json& in);
 };
 
+// DescribeClusterEvent: one event of the cluster by its EventId.
+struct DescribeClusterEventRequest {
+  static constexpr const char* kName = "DescribeClusterEventRequest";
+  std::string cluster_name;
+  long long event_id = 0;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterName, s.cluster_name);
+    v(field::kEventId, s.event_id);
+  }
+  json to_json() const;
+  static Result<DescribeClusterEventRequest> from_json(const json& in);
+};
+
+struct DescribeClusterEventReply {
+  static constexpr const char* kName = "DescribeClusterEventReply";
+  Event event;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kEvent, s.event);
+  }
+  json to_json() const;
+  static Result<DescribeClusterEventReply> from_json(const json& in);
+};
+
 struct GetClusterNodeLogReply {
   static constexpr const char* kName = "GetClusterNodeLogReply";
   std::string node_name;
@@ -276,6 +301,22 @@ struct BatchNodesRequest {
   static Result<BatchNodesRequest> from_json(const json& in);
 };
 using BatchRebootClusterNodesRequest = BatchNodesRequest;
+
+// BatchDeleteClusterNodes: 1 to kMaxBatchDeleteNodes; its failures' codes are NodeIdNotFound,
+// InvalidNodeStatus (the Slurm controller node) and NodeIdInUse.
+struct BatchDeleteClusterNodesRequest {
+  static constexpr const char* kName = "BatchDeleteClusterNodesRequest";
+  std::string cluster_name;
+  std::vector<std::string> node_ids;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterName, s.cluster_name);
+    v(field::kNodeIds, s.node_ids);
+  }
+  Status check() const;
+  json to_json() const;
+  static Result<BatchDeleteClusterNodesRequest> from_json(const json& in);
+};
 using BatchReplaceClusterNodesRequest = BatchNodesRequest;
 
 struct BatchFailure {
@@ -307,6 +348,7 @@ struct BatchNodesReply {
 };
 using BatchRebootClusterNodesReply = BatchNodesReply;
 using BatchReplaceClusterNodesReply = BatchNodesReply;
+using BatchDeleteClusterNodesReply = BatchNodesReply;
 
 struct StartClusterHealthCheckRequest {
   static constexpr const char* kName = "StartClusterHealthCheckRequest";

@@ -25,6 +25,9 @@ inline constexpr const char* kListClusters = "ListClusters";
 inline constexpr const char* kListClusterNodes = "ListClusterNodes";
 inline constexpr const char* kDescribeClusterNode = "DescribeClusterNode";
 inline constexpr const char* kUpdateCluster = "UpdateCluster";
+inline constexpr const char* kUpdateClusterSoftware = "UpdateClusterSoftware";
+inline constexpr const char* kBatchDeleteClusterNodes = "BatchDeleteClusterNodes";
+inline constexpr const char* kDescribeClusterEvent = "DescribeClusterEvent";
 inline constexpr const char* kDeleteCluster = "DeleteCluster";
 inline constexpr const char* kListClusterEvents = "ListClusterEvents";
 inline constexpr const char* kGetClusterNodeLog = "GetClusterNodeLog";
@@ -32,6 +35,8 @@ inline constexpr const char* kBatchRebootClusterNodes = "BatchRebootClusterNodes
 inline constexpr const char* kBatchReplaceClusterNodes = "BatchReplaceClusterNodes";
 // At most this many NodeIds in one BatchReboot/BatchReplaceClusterNodes call.
 inline constexpr int kMaxBatchNodes = 25;
+// BatchDeleteClusterNodes takes at most this many (the cloud service's limit).
+inline constexpr int kMaxBatchDeleteNodes = 99;
 inline constexpr const char* kStartClusterHealthCheck = "StartClusterHealthCheck";
 // At most this many NodeIds in one StartClusterHealthCheck call.
 inline constexpr int kMaxHealthCheckNodes = 64;

@@ -1,5 +1,6 @@
 #include "autoresume/supervisor.h"
 
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,10 +10,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <thread>
 
-#include <fmt/format.h>
-
+#include "api/messages.h"
 #include "api/wire.h"
 #include "common/http_client.h"
 #include "common/ids.h"
@@ -68,8 +69,7 @@ int run_srun(const SupervisedStep& step, int count, const std::string& reason) {
 }
 
 // POSTs to endured, retrying while it cannot be reached (a restart) until the deadline.
-Result<json> call(const HttpClient& client, const char* action, const json& body,
-                  double deadline) {
+Result<json> call(const HttpClient& client, const char* action, const json& body, double deadline) {
   for (;;) {
     auto r = client.post(std::string(api::kPathPrefix) + action, body);
     if (r || r.error().code == api::kValidationException || r.error().code == api::kUnauthorized ||
@@ -80,6 +80,18 @@ Result<json> call(const HttpClient& client, const char* action, const json& body
   }
 }
 
+// call(), with the reply read through its type: a reply that does not read counts as no
+// answer.
+template <class Reply>
+Result<Reply> ask(const HttpClient& client, const char* action, const json& body, double deadline) {
+  auto reply = call(client, action, body, deadline);
+  if (!reply) return reply.error();
+  return Reply::from_json(*reply);
+}
+
+using StepFailedReply = api::AutoResumeStepFailedReply;
+using StatusReply = api::AutoResumeStatusReply;
+
 }  // namespace
 
 Result<SupervisorConfig> SupervisorConfig::from_json(const json& j) {
@@ -87,7 +99,8 @@ Result<SupervisorConfig> SupervisorConfig::from_json(const json& j) {
   if (!j.is_object() || !j.contains("Endpoint") || !j["Endpoint"].is_string() ||
       !j.contains("ClusterName") || !j["ClusterName"].is_string() || !j.contains("Token") ||
       !j["Token"].is_string()) {
-    return make_error("InvalidConfig", "auto_resume.json: needs Endpoint, ClusterName and Token strings");
+    return make_error("InvalidConfig",
+                      "auto_resume.json: needs Endpoint, ClusterName and Token strings");
   }
   c.endpoint = j["Endpoint"];
   c.cluster_name = j["ClusterName"];
@@ -106,18 +119,19 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
   }
   auto endpoint = parse_endpoint(config.endpoint);
   if (!endpoint) {
-    say("endpoint " + config.endpoint + ": " + endpoint.error().message + "; running without auto-resume");
+    say("endpoint " + config.endpoint + ": " + endpoint.error().message +
+        "; running without auto-resume");
     return run_srun(step, 0, "");
   }
   HttpClient client(*endpoint, config.token, 10);
-  json job = {{"ClusterName", config.cluster_name}, {"JobId", step.job_id}};
+  const json job = api::AutoResumeStatusRequest{config.cluster_name, step.job_id}.to_json();
 
   // A requeued job starts again from the job's own count (its batch host was replaced).
   int count = 0;
   std::string reason;
-  if (auto s = call(client, api::kAutoResumeStatus, job, ids::now_seconds() + 10); s) {
-    count = s->value("ResumeCount", 0);
-    if (count > 0) reason = s->value("Reason", "");
+  if (auto s = ask<StatusReply>(client, api::kAutoResumeStatus, job, ids::now_seconds() + 10); s) {
+    count = s->resume_count;
+    if (count > 0) reason = s->reason;
   } else {
     say("cannot ask endured (" + s.error().message + "); resume count starts at 0");
   }
@@ -128,28 +142,32 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
     if (g_signalled) return code;
     double failed_at = ids::now_seconds();
 
-    json ask = job;
-    ask["Nodes"] = step.nodes;
-    ask["StepStartTime"] = started;
-    ask["FailedAt"] = failed_at;
-    ask["Resumes"] = count;
-    ask["ExitStatus"] = code;
+    api::AutoResumeStepFailedRequest failure;
+    failure.cluster_name = config.cluster_name;
+    failure.job_id = step.job_id;
+    failure.nodes = step.nodes;
+    failure.step_start_time = started;
+    failure.failed_at = failed_at;
+    failure.resumes = count;
+    failure.exit_status = code;
     if (code == 0) {
       // srun exits 0 when a node failed after the other tasks had finished: the tasks of
       // that node never did. A fault endured already knows of makes it a failure.
-      ask["Succeeded"] = true;
-      auto known = call(client, api::kAutoResumeStepFailed, ask, failed_at + 5);
-      if (!known || known->value("Decision", "") != "Fault") return 0;
+      failure.succeeded = true;
+      auto known = ask<StepFailedReply>(client, api::kAutoResumeStepFailed, failure.to_json(),
+                                        failed_at + 5);
+      if (!known || known->decision != "Fault") return 0;
       code = 1;
-      ask["ExitStatus"] = code;
-      ask.erase("Succeeded");
-      say("srun exited 0, but a node of the step failed: " + known->value("Reason", ""));
+      failure.exit_status = code;
+      failure.succeeded.reset();
+      say("srun exited 0, but a node of the step failed: " + known->reason);
     }
-    Result<json> answer = make_error("Pending", "");
+    Result<StepFailedReply> answer = make_error("Pending", "");
     double deadline = failed_at + config.decide_timeout_seconds;
     while (!g_signalled) {
-      answer = call(client, api::kAutoResumeStepFailed, ask, deadline);
-      if (!answer || answer->value("Decision", "") != "Pending" || ids::now_seconds() > deadline) break;
+      answer =
+          ask<StepFailedReply>(client, api::kAutoResumeStepFailed, failure.to_json(), deadline);
+      if (!answer || answer->decision != "Pending" || ids::now_seconds() > deadline) break;
       sleep_seconds(config.poll_seconds);
     }
     if (g_signalled) return code;
@@ -158,24 +176,25 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
           answer.error().message + "): not re-run");
       return code;
     }
-    std::string decision = answer->value("Decision", "");
-    std::string why = answer->value("Reason", "");
-    if (decision != "Fault" || !answer->value("Resume", false)) {
+    const std::string& decision = answer->decision;
+    const std::string why = answer->reason;
+    if (decision != "Fault" || !answer->resume) {
       say("step failed (exit " + std::to_string(code) + "), not re-run: " +
-          (decision == "Pending" ? "no verdict within " +
-                                       std::to_string(static_cast<int>(config.decide_timeout_seconds)) + " s"
-                                 : why));
+          (decision == "Pending"
+               ? "no verdict within " +
+                     std::to_string(static_cast<int>(config.decide_timeout_seconds)) + " s"
+               : why));
       return code;
     }
-    int granted = answer->value("ResumeCount", count + 1);
+    int granted = answer->resume_count;
     say("step failed on a node fault (" + why + "): waiting for the replacement; resume " +
-        std::to_string(granted) + " of " + std::to_string(answer->value("MaxResumes", config.max_resumes)));
+        std::to_string(granted) + " of " + std::to_string(answer->max_resumes));
     double ready_deadline = ids::now_seconds() + config.ready_timeout_seconds;
-    json status;
+    std::optional<StatusReply> status;  // the latest answer
     for (;;) {
-      auto s = call(client, api::kAutoResumeStatus, job, ready_deadline);
+      auto s = ask<StatusReply>(client, api::kAutoResumeStatus, job, ready_deadline);
       if (s) status = *s;
-      std::string state = s ? s->value("State", "") : "";
+      std::string state = s ? s->state : "";
       if (state == "Ready" || state == "Failed" || !s || g_signalled ||
           ids::now_seconds() > ready_deadline) {
         break;
@@ -183,21 +202,22 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
       sleep_seconds(config.poll_seconds);
     }
     if (g_signalled) return code;
-    if (status.value("State", "") != "Ready") {
-      say("not re-run: " + (status.is_object() ? status.value("Message", std::string("no answer"))
-                                               : std::string("endured did not answer")));
+    if (!status || status->state != "Ready") {
+      say("not re-run: " + (status ? status->message : std::string("endured did not answer")));
       return code;
     }
-    if (status.value("Overlap", false) && !overlapping) {
+    if (status->overlap.value_or(false) && !overlapping) {
       // A step of the failed run still holds the repaired node in Slurm's books.
       step.srun_argv.insert(step.srun_argv.begin() + 1, "--overlap");
       overlapping = true;
-      say("a step of the failed run is still listed on the repaired node: re-running with --overlap");
+      say("a step of the failed run is still listed on the repaired node: re-running with "
+          "--overlap");
     }
-    count = status.value("ResumeCount", granted);
-    reason = status.value("Reason", why);
-    say(fmt::format("job is whole again {:.1f} s after the failure: re-running the step (resume {})",
-                    ids::now_seconds() - failed_at, count));
+    count = status->resume_count;
+    reason = status->reason;
+    say(fmt::format(
+        "job is whole again {:.1f} s after the failure: re-running the step (resume {})",
+        ids::now_seconds() - failed_at, count));
   }
 }
 

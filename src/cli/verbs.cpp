@@ -103,7 +103,7 @@ Result<json> load_json_arg(const std::string& flag, const std::string& arg) {
 // written over its field, so explicit flags win.
 class RequestBuilder {
  public:
-  enum class Kind { kText, kInteger, kJsonArray };
+  enum class Kind { kText, kInteger, kJsonArray, kJsonObject, kNameList };
 
   explicit RequestBuilder(CLI::App* verb) : verb_(verb) {
     input_option_ = verb->add_option(
@@ -185,6 +185,28 @@ class RequestBuilder {
           return usage(f.flag + ": must be a JSON array, not " + std::string(value->type_name()));
         }
         return value;
+      }
+      case Kind::kJsonObject: {
+        auto value = load_json_arg(f.flag, f.value);
+        if (value && !value->is_object()) {
+          return usage(f.flag + ": must be a JSON object, not " + std::string(value->type_name()));
+        }
+        return value;
+      }
+      case Kind::kNameList: {
+        // "worker,gpu" or a JSON array of names.
+        if (!f.value.empty() && f.value[0] == '[') return load_json_arg(f.flag, f.value);
+        json names = json::array();
+        size_t start = 0;
+        while (start <= f.value.size()) {
+          size_t comma = f.value.find(',', start);
+          std::string name = f.value.substr(start, comma - start);
+          if (name.empty()) return usage(f.flag + ": '" + f.value + "' has an empty name");
+          names.push_back(name);
+          if (comma == std::string::npos) break;
+          start = comma + 1;
+        }
+        return names;
       }
     }
     return usage(f.flag + ": unknown kind");
@@ -556,6 +578,26 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
   });
 }
 
+void add_update_cluster_software(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand(
+      "update-cluster-software",
+      "Give nodes fresh software (reimaged, OnCreate run again) in rolling batches; a node "
+      "running a job waits for its jobs to end");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  auto wait = std::make_shared<WaitOptions>();
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
+  request->add(Kind::kNameList, "--instance-groups", f::kInstanceGroups,
+               "the instance groups to update, comma-separated (default every group)");
+  request->add(Kind::kJsonObject, "--deployment-config", f::kDeploymentConfig,
+               "{\"RollingUpdatePolicy\":{\"MaximumBatchSize\":{\"Type\":\"INSTANCE_COUNT\"|"
+               "\"CAPACITY_PERCENTAGE\",\"Value\":N}},\"WaitIntervalInSeconds\":S} (inline or "
+               "file://PATH; default one node at a time)");
+  add_wait_options(verb, *wait, "the cluster is InService again");
+  on_run(verb, selected, [s, request, wait] {
+    return s->run(api::kUpdateClusterSoftware, request->build(), {print_cluster_arn}, wait.get());
+  });
+}
+
 void add_delete_cluster(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* verb = app.add_subcommand("delete-cluster", "Delete a cluster and all its nodes");
   auto request = std::make_shared<RequestBuilder>(verb);
@@ -577,6 +619,20 @@ void add_list_cluster_events(CLI::App& app, SessionPtr s, Selected selected) {
   request->add(Kind::kInteger, "--max-results", f::kMaxResults, "at most this many events");
   on_run(verb, selected, [s, request] {
     return s->run(api::kListClusterEvents, request->build(), {print_events});
+  });
+}
+
+void add_describe_cluster_event(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand("describe-cluster-event", "Show one event of a cluster");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
+  request->add(Kind::kInteger, "--event-id", f::kEventId, "the event's EventId", true);
+  on_run(verb, selected, [s, request] {
+    // The table of one event is the events table of a list of one.
+    auto one = [](const json& reply, std::ostream& out) {
+      print_events({{f::kEvents, json::array({reply.value(f::kEvent, json::object())})}}, out);
+    };
+    return s->run(api::kDescribeClusterEvent, request->build(), {one});
   });
 }
 
@@ -639,20 +695,20 @@ void add_exec(CLI::App& app, SessionPtr s, Selected selected) {
 
 // batch-reboot-cluster-nodes and batch-replace-cluster-nodes: the same request shape.
 void add_batch_nodes(CLI::App& app, SessionPtr s, Selected selected, const char* name,
-                     const char* action, const char* help) {
+                     const char* action, const char* help, int max_nodes = api::kMaxBatchNodes) {
   CLI::App* verb = app.add_subcommand(name, help);
   auto request = std::make_shared<RequestBuilder>(verb);
   request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
   auto ids = std::make_shared<std::vector<std::string>>();
-  const std::string limit = std::to_string(api::kMaxBatchNodes);
+  const std::string limit = std::to_string(max_nodes);
   verb->add_option("--node-ids", *ids, "instance ids, at most " + limit + " (required)");
-  on_run(verb, selected, [s, request, ids, action, limit] {
+  on_run(verb, selected, [s, request, ids, action, limit, max_nodes] {
     auto built = request->build();
     if (built && !ids->empty()) (*built)[f::kNodeIds] = *ids;
     if (built && !built->contains(f::kNodeIds)) built = usage("--node-ids: is required");
     // Only the limit is checked here; endured words every other rule (exit 1, as before).
     if (built && (*built)[f::kNodeIds].is_array() &&
-        (*built)[f::kNodeIds].size() > static_cast<size_t>(api::kMaxBatchNodes)) {
+        (*built)[f::kNodeIds].size() > static_cast<size_t>(max_nodes)) {
       built = usage("--node-ids: at most " + limit + " instance ids at a time");
     }
     return s->run(action, std::move(built), {print_batch});
@@ -695,8 +751,10 @@ void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>*
   add_list_cluster_nodes(app, session, selected);
   add_describe_cluster_node(app, session, selected);
   add_update_cluster(app, session, selected);
+  add_update_cluster_software(app, session, selected);
   add_delete_cluster(app, session, selected);
   add_list_cluster_events(app, session, selected);
+  add_describe_cluster_event(app, session, selected);
   add_get_cluster_node_log(app, session, selected);
   add_exec(app, session, selected);
   add_batch_nodes(app, session, selected, "batch-reboot-cluster-nodes",
@@ -705,6 +763,11 @@ void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>*
   add_batch_nodes(app, session, selected, "batch-replace-cluster-nodes",
                   api::kBatchReplaceClusterNodes,
                   "Replace nodes: a new instance under the same hostname, empty local disk");
+  add_batch_nodes(app, session, selected, "batch-delete-cluster-nodes",
+                  api::kBatchDeleteClusterNodes,
+                  "Delete nodes for good: their group shrinks by one each; not the Slurm "
+                  "controller node",
+                  api::kMaxBatchDeleteNodes);
   add_start_health_check(app, session, selected);
   add_debug(app, session, selected);
   add_ckpt(app, selected);

@@ -1,11 +1,28 @@
 #include "controller/agent_service.h"
 
+#include "api/messages.h"
 #include "api/wire.h"
+#include "common/crash_point.h"
 #include "controller/lookup.h"
 #include "controller/node_decisions.h"
 #include "controller/transition.h"
 
 namespace endure::controller {
+namespace {
+
+// A field of an agent request that endured defaults when absent (the agent messages'
+// from_json would require it). Present, it must have the message's type: a
+// ValidationException naming it, worded as the types word it, never nlohmann's type_error.
+template <class T>
+Result<T> defaulted(const json& request, const char* key, T fallback) {
+  auto it = request.find(key);
+  if (it == request.end()) return fallback;
+  T out{};
+  if (auto error = api::codec::decode(*it, key, out)) return validation(*error);
+  return out;
+}
+
+}  // namespace
 
 Result<json> AgentService::handle(const std::string& action, const std::string& instance_id,
                                   const std::string& token, const json& request) {
@@ -15,22 +32,33 @@ Result<json> AgentService::handle(const std::string& action, const std::string& 
   if (!row || row->agent_token != token || row->terminated_at > 0) {
     return make_error(api::kUnauthorized, "not a valid join token for " + instance_id);
   }
-  if (request.value("InstanceId", instance_id) != instance_id) {
+  auto reporter = defaulted(request, api::field::kInstanceId, instance_id);
+  if (!reporter) return reporter.error();
+  if (*reporter != instance_id) {
     return make_error(api::kUnauthorized, "a node may report only for itself");
   }
   if (action == api::kAgentHeartbeat) {
-    health_.heartbeat(instance_id, request.value("Findings", json::array()));
+    // Findings pass as they come: the health monitor reads what it knows of them.
+    health_.heartbeat(instance_id, request.value(api::field::kFindings, json::array()));
     // The reply carries orders: a deep health check to run while one is open for it.
-    json reply = json::object();
+    api::AgentHeartbeatReply reply;
     if (json order = DeepCheckManager::order_for(*row); !order.is_null()) {
-      reply["DeepHealthCheck"] = order;
+      auto typed = api::DeepCheckOrder::from_json(order);
+      if (!typed) {
+        return make_error(api::kInternalFailure,
+                          "stored deep health check order: " + typed.error().message);
+      }
+      reply.deep_health_check = std::move(*typed);
     }
-    return reply;
+    return reply.to_json();
   }
   if (action == api::kAgentReportDeepHealthCheck) {
+    // Checked here so that record_results' own read of Id cannot throw.
+    if (auto id = defaulted<std::string>(request, api::field::kId, ""); !id) return id.error();
     auto recorded = deep_checks_.record_results(instance_id, request);
-    if (recorded) wake_();  // the check may close now
-    return recorded;
+    if (!recorded) return recorded;
+    wake_();  // the check may close now
+    return api::AgentReportDeepHealthCheckReply{}.to_json();
   }
   if (action != api::kAgentReportLifecycle) {
     return make_error("UnknownOperation", "no agent action named " + action);
@@ -40,31 +68,45 @@ Result<json> AgentService::handle(const std::string& action, const std::string& 
 }
 
 Result<json> AgentService::report_lifecycle(const std::string& instance_id, const json& request) {
-  std::string status = request.value("Status", "");
-  auto reported = parse_lifecycle_status(status);
-  if (status != "InProgress" && status != "Succeeded" && status != "Failed") {
-    return validation("Status: must be one of InProgress, Succeeded, Failed");
-  }
+  // Each field read by hand, in the order endured checks them: an older agent leaves
+  // ExitCode and LastLines out, which AgentReportLifecycleRequest would refuse.
+  api::AgentReportLifecycleRequest report;
+  report.instance_id = instance_id;
+  auto status = defaulted<std::string>(request, api::field::kStatus, "");
+  if (!status) return status.error();
+  report.status = *status;
+  auto reported = parse_lifecycle_status(report.status);
+  if (Status s = report.check(); !s) return s.error();
   auto row = store_.instance(instance_id);
   if (!row) return make_error(api::kUnauthorized, "not a valid join token for " + instance_id);
   auto current = parse_lifecycle_status(row->lifecycle_status);
   if (!current)
     return make_error(api::kInternalFailure, "stored lifecycle " + row->lifecycle_status);
-  int exit_code = request.value("ExitCode", -1);
-  auto change = decide_lifecycle_report(*current, *reported, exit_code);
-  if (!change) return json::object();
+  auto exit_code = defaulted(request, api::field::kExitCode, -1);
+  if (!exit_code) return exit_code.error();
+  auto last_lines = defaulted<std::string>(request, api::field::kLastLines, "");
+  if (!last_lines) return last_lines.error();
+  report.exit_code = *exit_code;
+  report.last_lines = *last_lines;
+  auto change = decide_lifecycle_report(*current, *reported, report.exit_code);
+  if (!change) return api::AgentReportLifecycleReply{}.to_json();
   store::Store::InstanceEvents events;
   if (!change->event.empty()) events.push_back({change->event, change->description});
   // Checked against the stored row inside the transaction: a reboot that raced this report
   // makes it InvalidTransition, and the agent reports again.
   Status s = transition(store_, *row, events, [&](store::InstanceRow& r) {
     r.lifecycle_status = name(change->to);
-    r.lifecycle_exit = exit_code;
-    r.lifecycle_tail = request.value("LastLines", "");
+    r.lifecycle_exit = report.exit_code;
+    r.lifecycle_tail = report.last_lines;
   });
   if (!s) return s.error();
+  // A replacement's OnCreate outcome is stored and the agent not yet answered: the agent
+  // reports again, and the repeat changes nothing.
+  if (!row->replaces.empty() && change->changed && change->to == LifecycleStatus::kSucceeded) {
+    crash_point("recovery.after_lifecycle");
+  }
   if (change->changed) wake_();
-  return json::object();
+  return api::AgentReportLifecycleReply{}.to_json();
 }
 
 }  // namespace endure::controller

@@ -1,8 +1,10 @@
 #include "controller/api_router.h"
 
+#include "api/messages.h"
 #include "api/wire.h"
 #include "common/ids.h"
 #include "controller/lookup.h"
+#include "controller/node_deletion.h"
 
 namespace endure::controller {
 
@@ -17,6 +19,7 @@ Result<json> ApiRouter::handle(const std::string& action, const json& request) {
   if (action == api::kUpdateCluster) return c.update_cluster(request);
   if (action == api::kDeleteCluster) return c.delete_cluster(request);
   if (action == api::kListClusterEvents) return c.list_cluster_events(request);
+  if (action == api::kDescribeClusterEvent) return c.describe_cluster_event(request);
   if (action == api::kGetClusterNodeLog) return c.get_cluster_node_log(request);
   if (action == api::kGetNodeExecTarget) return c.get_node_exec_target(request);
   if (action == api::kBatchRebootClusterNodes) {
@@ -30,9 +33,19 @@ Result<json> ApiRouter::handle(const std::string& action, const json& request) {
     if (started) p_.wake_reconciler();
     return started;
   }
+  if (action == api::kBatchDeleteClusterNodes) {
+    auto deleted = batch_delete_nodes(p_.store, request);
+    if (deleted) p_.wake_reconciler();
+    return deleted;
+  }
+  if (action == api::kUpdateClusterSoftware) {
+    auto started = p_.software_updates.start(request);
+    if (started) p_.wake_reconciler();
+    return started;
+  }
   if (action == api::kDebugInjectFault) return p_.faults.inject(request);
   if (action == api::kDebugDescribeController) {
-    return json{{"ReconcilePasses", p_.reconcile_passes()}};
+    return api::DebugDescribeControllerReply{p_.reconcile_passes()}.to_json();
   }
   return make_error("UnknownOperation", "no action named " + action);
 }

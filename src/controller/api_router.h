@@ -14,6 +14,7 @@
 #include "controller/cluster_service.h"
 #include "controller/deep_check_manager.h"
 #include "controller/fault_injector.h"
+#include "controller/software_update_manager.h"
 #include "store/store.h"
 
 namespace endure::controller {
@@ -22,6 +23,7 @@ struct ApiParts {
   store::Store& store;
   ClusterService& clusters;
   DeepCheckManager& deep_checks;
+  SoftwareUpdateManager& software_updates;
   FaultInjector& faults;
   AgentService& agents;
   AutoResumeManager& auto_resume;

@@ -75,8 +75,7 @@ Status AutoResumeManager::record(const store::ClusterRow& cluster, const store::
   return s;
 }
 
-StepNode AutoResumeManager::step_node(const store::ClusterRow& cluster,
-                                      const std::vector<store::InstanceRow>& instances,
+StepNode AutoResumeManager::step_node(const std::vector<store::InstanceRow>& instances,
                                       const std::vector<store::InstanceRow>& all_rows,
                                       const std::string& name) {
   StepNode n;
@@ -130,7 +129,7 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
   std::vector<StepNode> nodes;
   auto instances = store_.instances(cluster.id, true);
   auto all_rows = store_.instances(cluster.id, false);
-  for (const auto& name : names) nodes.push_back(step_node(cluster, instances, all_rows, name));
+  for (const auto& name : names) nodes.push_back(step_node(instances, all_rows, name));
   double settle = config_.health_check_seconds + config_.heartbeat_seconds + 0.5;
   auto judgement = judge_step(nodes, step_start, failed_at, settle);
   json reply = {{"Decision", decision_name(judgement.decision)},

@@ -51,8 +51,7 @@ class AutoResumeManager {
   void reconcile(const store::ClusterRow& cluster, const SlurmView& slurm);
 
  private:
-  StepNode step_node(const store::ClusterRow& cluster,
-                     const std::vector<store::InstanceRow>& instances,
+  StepNode step_node(const std::vector<store::InstanceRow>& instances,
                      const std::vector<store::InstanceRow>& all_rows, const std::string& name);
   // Stores the job's record and its event in one transaction, and logs them.
   Status record(const store::ClusterRow& cluster, const store::AutoResumeRow& row,

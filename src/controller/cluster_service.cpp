@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/messages.h"
 #include "api/wire.h"
 #include "common/crash_point.h"
 #include "common/fs.h"
@@ -16,18 +17,36 @@
 namespace endure::controller {
 namespace {
 
-json instance_status(const store::InstanceRow& r) {
-  return {{"Status", r.status}, {"Message", r.message}};
+api::LifeCycleConfig life_cycle_config(const spec::InstanceGroupSpec& g) {
+  return {g.lifecycle.source_uri, g.lifecycle.on_create};
 }
 
-json node_summary(const store::InstanceRow& r, const spec::ClusterSpec& spec) {
+// Filled into a NodeDetails too: a node's details start with its summary.
+void fill_summary(api::ClusterNodeSummary& out, const store::InstanceRow& r,
+                  const spec::ClusterSpec& spec) {
   const auto* group = spec.find_group(r.group);
-  return {{"InstanceGroupName", r.group},
-          {"InstanceId", r.instance_id},
-          {"NodeName", r.node_name},
-          {"InstanceType", group ? group->instance_type : ""},
-          {"InstanceStatus", instance_status(r)},
-          {"LaunchTime", ids::iso_time(r.launch_time)}};
+  out.instance_group_name = r.group;
+  out.instance_id = r.instance_id;
+  out.node_name = r.node_name;
+  out.instance_type = group ? group->instance_type : "";
+  out.instance_status = {r.status, r.message};
+  out.launch_time = ids::iso_time(r.launch_time);
+}
+
+// An event as ListClusterEvents and DescribeClusterEvent show it.
+api::Event event_entry(const store::ClusterRow& cluster, const store::EventRow& e) {
+  api::Event entry;
+  entry.event_id = e.id;
+  entry.cluster_name = cluster.name;
+  entry.cluster_arn = cluster.arn;
+  entry.resource_type = e.resource_type;
+  if (!e.group.empty()) entry.instance_group_name = e.group;
+  if (!e.instance_id.empty()) entry.instance_id = e.instance_id;
+  if (!e.node_name.empty()) entry.node_name = e.node_name;
+  entry.event_time = ids::iso_time(e.time);
+  entry.event_type = e.type;
+  entry.description = e.description;
+  return entry;
 }
 
 }  // namespace
@@ -112,7 +131,7 @@ Result<json> ClusterService::create_cluster(const json& request) {
   crash_point("create.after_commit");
   log::info("cluster {} ({}) accepted", row.name, row.id);
   wake_();
-  return json{{"ClusterArn", row.arn}};
+  return api::CreateClusterReply{row.arn}.to_json();
 }
 
 Result<json> ClusterService::describe_cluster(const json& request) {
@@ -124,45 +143,40 @@ Result<json> ClusterService::describe_cluster(const json& request) {
   const spec::ProvisioningParameters* params = &model->params;
   const spec::ClusterLayout& layout = model->layout;
   auto instances = store_.instances(cluster->id, true);
-  json groups = json::array();
+  api::DescribeClusterReply reply;
   for (const auto& g : spec->groups) {
     int current = 0;
     for (const auto& i : instances) current += i.group == g.name && i.status == "Running";
-    json entry = {{"InstanceGroupName", g.name},
-                  {"InstanceType", g.instance_type},
-                  {"CurrentCount", current},
-                  {"TargetCount", g.instance_count},
-                  {"LifeCycleConfig",
-                   {{"SourceS3Uri", g.lifecycle.source_uri}, {"OnCreate", g.lifecycle.on_create}}},
-                  {"ThreadsPerCore", g.threads_per_core},
-                  {"Role", spec::role_name(params->role_of(g.name))}};
-    if (auto p = params->partition_of(g.name); !p.empty()) entry["PartitionName"] = p;
-    groups.push_back(entry);
+    api::InstanceGroupDetails entry;
+    entry.instance_group_name = g.name;
+    entry.instance_type = g.instance_type;
+    entry.current_count = current;
+    entry.target_count = g.instance_count;
+    entry.life_cycle_config = life_cycle_config(g);
+    entry.threads_per_core = g.threads_per_core;
+    entry.role = spec::role_name(params->role_of(g.name));
+    if (auto p = params->partition_of(g.name); !p.empty()) entry.partition_name = p;
+    reply.instance_groups.push_back(std::move(entry));
   }
-  json reply = {{"ClusterArn", cluster->arn},
-                {"ClusterId", cluster->id},
-                {"ClusterName", cluster->name},
-                {"ClusterStatus", cluster->status},
-                {"CreationTime", ids::iso_time(cluster->created_at)}};
-  if (!cluster->failure_message.empty()) reply["FailureMessage"] = cluster->failure_message;
-  reply["InstanceGroups"] = groups;
-  reply["NodeRecovery"] = spec->node_recovery;
-  reply["SlurmControllerNode"] = layout.controller_node;
-  reply["SlurmctldPort"] = layout.slurmctld_port;
-  reply["SharedFolder"] = (config_.clusters_dir() / cluster->id / "fsx").string();
-  return reply;
+  reply.cluster_arn = cluster->arn;
+  reply.cluster_id = cluster->id;
+  reply.cluster_name = cluster->name;
+  reply.cluster_status = cluster->status;
+  reply.creation_time = ids::iso_time(cluster->created_at);
+  if (!cluster->failure_message.empty()) reply.failure_message = cluster->failure_message;
+  reply.node_recovery = spec->node_recovery;
+  reply.slurm_controller_node = layout.controller_node;
+  reply.slurmctld_port = layout.slurmctld_port;
+  reply.shared_folder = (config_.clusters_dir() / cluster->id / "fsx").string();
+  return reply.to_json();
 }
 
 Result<json> ClusterService::list_clusters(const json&) {
-  json summaries = json::array();
+  api::ListClustersReply reply;
   for (const auto& c : store_.clusters()) {
-    summaries.push_back({{"ClusterArn", c.arn},
-                         {"ClusterId", c.id},
-                         {"ClusterName", c.name},
-                         {"ClusterStatus", c.status},
-                         {"CreationTime", ids::iso_time(c.created_at)}});
+    reply.cluster_summaries.push_back({c.arn, c.id, c.name, c.status, ids::iso_time(c.created_at)});
   }
-  return json{{"ClusterSummaries", summaries}};
+  return reply.to_json();
 }
 
 Result<json> ClusterService::list_cluster_nodes(const json& request) {
@@ -170,19 +184,17 @@ Result<json> ClusterService::list_cluster_nodes(const json& request) {
   if (!cluster) return cluster.error();
   auto spec = spec::parse_cluster_spec(cluster->spec);
   if (!spec) return make_error(api::kInternalFailure, "stored spec no longer parses");
-  std::string contains;
-  if (request.contains("InstanceGroupNameContains")) {
-    if (!request["InstanceGroupNameContains"].is_string()) {
-      return validation("InstanceGroupNameContains: must be a string");
-    }
-    contains = request["InstanceGroupNameContains"].get<std::string>();
-  }
-  json nodes = json::array();
+  // Read after find_cluster, which words a bad ClusterName as endured always has; only
+  // InstanceGroupNameContains can fail here.
+  auto typed = api::ListClusterNodesRequest::from_json(request);
+  if (!typed) return typed.error();
+  std::string contains = typed->instance_group_name_contains.value_or("");
+  api::ListClusterNodesReply reply;
   for (const auto& r : store_.instances(cluster->id, true)) {
     if (!contains.empty() && r.group.find(contains) == std::string::npos) continue;
-    nodes.push_back(node_summary(r, *spec));
+    fill_summary(reply.cluster_node_summaries.emplace_back(), r, *spec);
   }
-  return json{{"ClusterNodeSummaries", nodes}};
+  return reply.to_json();
 }
 
 Result<json> ClusterService::describe_cluster_node(const json& request) {
@@ -194,34 +206,34 @@ Result<json> ClusterService::describe_cluster_node(const json& request) {
   if (!model) return model.error();
   const spec::ClusterSpec* spec = &model->spec;
   const spec::ClusterLayout& layout = model->layout;
-  json details = node_summary(*node, *spec);
+  api::DescribeClusterNodeReply reply;
+  api::NodeDetails& details = reply.node_details;
+  fill_summary(details, *node, *spec);
   if (const auto* g = spec->find_group(node->group)) {
-    details["LifeCycleConfig"] = {{"SourceS3Uri", g->lifecycle.source_uri},
-                                  {"OnCreate", g->lifecycle.on_create}};
-    details["ThreadsPerCore"] = g->threads_per_core;
+    details.life_cycle_config = life_cycle_config(*g);
+    details.threads_per_core = g->threads_per_core;
   }
-  json lifecycle = {{"Status", node->lifecycle_status}};
-  if (node->lifecycle_exit >= 0) lifecycle["ExitCode"] = node->lifecycle_exit;
-  lifecycle["LastLines"] = node->lifecycle_tail;
-  lifecycle["LogPath"] = provider_.lifecycle_log(cluster->id, node->instance_id).string();
-  details["LifeCycle"] = lifecycle;
+  details.life_cycle.status = node->lifecycle_status;
+  if (node->lifecycle_exit >= 0) details.life_cycle.exit_code = node->lifecycle_exit;
+  details.life_cycle.last_lines = node->lifecycle_tail;
+  details.life_cycle.log_path = provider_.lifecycle_log(cluster->id, node->instance_id).string();
   if (const auto* slot = layout.find(node->node_name)) {
-    details["PrivatePrimaryIp"] = slot->address;
-    details["PrivateDnsHostname"] = slot->node_name;
-    if (slot->role == spec::NodeRole::kWorker) details["SlurmdPort"] = slot->slurmd_port;
-    details["Role"] = spec::role_name(slot->role);
+    details.private_primary_ip = slot->address;
+    details.private_dns_hostname = slot->node_name;
+    if (slot->role == spec::NodeRole::kWorker) details.slurmd_port = slot->slurmd_port;
+    details.role = spec::role_name(slot->role);
   }
-  if (node->terminated_at > 0) details["TerminationTime"] = ids::iso_time(node->terminated_at);
+  if (node->terminated_at > 0) details.termination_time = ids::iso_time(node->terminated_at);
   double age = health_.heartbeat_age(node->instance_id);
-  if (age >= 0) details["SecondsSinceHeartbeat"] = age;
-  details["Health"] = node->health;
-  if (!node->last_verdict.empty()) details["LastVerdict"] = node->last_verdict;
-  if (!node->recovery.empty())
-    details["Recovery"] = {{"Action", node->recovery},
-                           {"Reason", node->recovery_reason},
-                           {"Stage", node->recovery_stage}};
-  if (!node->replaces.empty()) details["Replaces"] = node->replaces;
-  return json{{"NodeDetails", details}};
+  if (age >= 0) details.seconds_since_heartbeat = age;
+  details.health = node->health;
+  if (!node->last_verdict.empty()) details.last_verdict = node->last_verdict;
+  if (!node->recovery.empty()) {
+    details.recovery =
+        api::NodeRecoveryInfo{node->recovery, node->recovery_reason, node->recovery_stage};
+  }
+  if (!node->replaces.empty()) details.replaces = node->replaces;
+  return reply.to_json();
 }
 
 Result<json> ClusterService::update_cluster(const json& request) {
@@ -253,7 +265,7 @@ Result<json> ClusterService::update_cluster(const json& request) {
   });
   if (!changed) return changed.error();
   wake_();
-  return json{{"ClusterArn", cluster->arn}};
+  return api::UpdateClusterReply{cluster->arn}.to_json();
 }
 
 Result<json> ClusterService::delete_cluster(const json& request) {
@@ -268,46 +280,55 @@ Result<json> ClusterService::delete_cluster(const json& request) {
   });
   if (!changed) return changed.error();
   wake_();
-  return json{{"ClusterArn", cluster->arn}};
+  return api::DeleteClusterReply{cluster->arn}.to_json();
 }
 
 Result<json> ClusterService::list_cluster_events(const json& request) {
   auto cluster = find_cluster(store_, request);
   if (!cluster) return cluster.error();
+  // Read by hand, not through ListClusterEventsRequest: a MaxResults that is not an integer
+  // is "must be an integer from 1 to 10000" here, and the fields are checked in this order.
   long long after = 0;
   int limit = 1000;
   std::string node;
-  if (request.contains("AfterEventId")) {
-    if (!request["AfterEventId"].is_number_integer())
-      return validation("AfterEventId: must be an integer");
-    after = request["AfterEventId"].get<long long>();
+  if (request.contains(api::field::kAfterEventId)) {
+    const json& v = request[api::field::kAfterEventId];
+    if (!v.is_number_integer()) return validation("AfterEventId: must be an integer");
+    after = v.get<long long>();
   }
-  if (request.contains("MaxResults")) {
-    if (!request["MaxResults"].is_number_integer() || request["MaxResults"].get<int>() < 1 ||
-        request["MaxResults"].get<int>() > 10000) {
+  if (request.contains(api::field::kMaxResults)) {
+    const json& v = request[api::field::kMaxResults];
+    if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 10000) {
       return validation("MaxResults: must be an integer from 1 to 10000");
     }
-    limit = request["MaxResults"].get<int>();
+    limit = v.get<int>();
   }
-  if (request.contains("NodeName")) {
-    if (!request["NodeName"].is_string()) return validation("NodeName: must be a string");
-    node = request["NodeName"].get<std::string>();
+  if (request.contains(api::field::kNodeName)) {
+    const json& v = request[api::field::kNodeName];
+    if (!v.is_string()) return validation("NodeName: must be a string");
+    node = v.get<std::string>();
   }
-  json events = json::array();
+  api::ListClusterEventsReply reply;
   for (const auto& e : store_.events(cluster->id, after, limit, node)) {
-    json entry = {{"EventId", e.id},
-                  {"ClusterName", cluster->name},
-                  {"ClusterArn", cluster->arn},
-                  {"ResourceType", e.resource_type}};
-    if (!e.group.empty()) entry["InstanceGroupName"] = e.group;
-    if (!e.instance_id.empty()) entry["InstanceId"] = e.instance_id;
-    if (!e.node_name.empty()) entry["NodeName"] = e.node_name;
-    entry["EventTime"] = ids::iso_time(e.time);
-    entry["EventType"] = e.type;
-    entry["Description"] = e.description;
-    events.push_back(entry);
+    reply.events.push_back(event_entry(*cluster, e));
   }
-  return json{{"Events", events}};
+  return reply.to_json();
+}
+
+Result<json> ClusterService::describe_cluster_event(const json& request) {
+  auto cluster = find_cluster(store_, request);
+  if (!cluster) return cluster.error();
+  if (!request.contains(api::field::kEventId) ||
+      !request[api::field::kEventId].is_number_integer()) {
+    return validation("EventId: is required, an integer");
+  }
+  long long id = request[api::field::kEventId].get<long long>();
+  auto e = store_.event(cluster->id, id);
+  if (!e) {
+    return make_error(api::kResourceNotFound,
+                      "EventId: cluster " + cluster->name + " has no event " + std::to_string(id));
+  }
+  return api::DescribeClusterEventReply{event_entry(*cluster, *e)}.to_json();
 }
 
 Result<json> ClusterService::get_cluster_node_log(const json& request) {
@@ -317,10 +338,9 @@ Result<json> ClusterService::get_cluster_node_log(const json& request) {
   if (!node) return node.error();
   auto path = provider_.lifecycle_log(cluster->id, node->instance_id);
   auto text = fs::read_file(path);
-  return json{{"NodeName", node->node_name},
-              {"InstanceId", node->instance_id},
-              {"LogPath", path.string()},
-              {"Log", text ? *text : ""}};
+  return api::GetClusterNodeLogReply{node->node_name, node->instance_id, path.string(),
+                                     text ? *text : ""}
+      .to_json();
 }
 
 Result<json> ClusterService::get_node_exec_target(const json& request) {
@@ -333,35 +353,41 @@ Result<json> ClusterService::get_node_exec_target(const json& request) {
     return make_error(api::kConflictException, "NodeId: node " + node->node_name + " (" +
                                                    node->instance_id + ") is not running");
   }
-  return json{{"NodeName", node->node_name}, {"InstanceId", node->instance_id}, {"Pid", pid}};
+  return api::GetNodeExecTargetReply{node->node_name, node->instance_id, pid}.to_json();
 }
 
 Result<json> ClusterService::batch_recover(const json& request, RecoveryAction action) {
   auto cluster = find_cluster(store_, request);
   if (!cluster) return cluster.error();
-  if (!request.contains("NodeIds") || !request["NodeIds"].is_array() ||
-      request["NodeIds"].empty() || request["NodeIds"].size() > 25) {
-    return validation("NodeIds: must be an array of 1 to 25 instance ids");
+  // NodeIds checked by hand first: endured words a missing or non-array NodeIds, and a
+  // bad entry, differently from BatchNodesRequest (which would say "must be an array" and
+  // "NodeIds[1]: must be a string"). After these checks the typed read cannot fail.
+  const json node_ids =
+      request.contains(api::field::kNodeIds) ? request[api::field::kNodeIds] : json();
+  if (!node_ids.is_array() || node_ids.empty() || node_ids.size() > size_t{api::kMaxBatchNodes}) {
+    return validation("NodeIds: must be an array of 1 to " + std::to_string(api::kMaxBatchNodes) +
+                      " instance ids");
   }
-  for (const auto& id : request["NodeIds"]) {
+  for (const auto& id : node_ids) {
     if (!id.is_string()) return validation("NodeIds: every entry must be an instance id string");
   }
+  auto typed = api::BatchNodesRequest::from_json(request);
+  if (!typed) return typed.error();
   auto model = load_model(*cluster);
   if (!model) return model.error();
   const spec::ClusterLayout& layout = model->layout;
-  json successful = json::array(), failed = json::array();
-  std::string verb =
-      action == RecoveryAction::kReboot ? "BatchRebootClusterNodes" : "BatchReplaceClusterNodes";
-  for (const auto& id : request["NodeIds"]) {
-    auto s =
-        recovery_.request(*cluster, layout, id.get<std::string>(), action, "requested by " + verb);
+  api::BatchNodesReply reply;
+  std::string verb = action == RecoveryAction::kReboot ? api::kBatchRebootClusterNodes
+                                                       : api::kBatchReplaceClusterNodes;
+  for (const auto& id : typed->node_ids) {
+    auto s = recovery_.request(*cluster, layout, id, action, "requested by " + verb);
     if (s)
-      successful.push_back(id);
+      reply.successful.push_back(id);
     else
-      failed.push_back({{"NodeId", id}, {"Code", s.error().code}, {"Message", s.error().message}});
+      reply.failed.push_back({id, s.error().code, s.error().message});
   }
-  if (!successful.empty()) wake_();
-  return json{{"Successful", successful}, {"Failed", failed}};
+  if (!reply.successful.empty()) wake_();
+  return reply.to_json();
 }
 
 }  // namespace endure::controller

@@ -31,6 +31,7 @@ class ClusterService {
   Result<json> update_cluster(const json& request);
   Result<json> delete_cluster(const json& request);
   Result<json> list_cluster_events(const json& request);
+  Result<json> describe_cluster_event(const json& request);
   Result<json> get_cluster_node_log(const json& request);
   Result<json> get_node_exec_target(const json& request);
   // BatchRebootClusterNodes / BatchReplaceClusterNodes.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "api/messages.h"
 #include "api/wire.h"
 #include "common/ids.h"
 #include "common/log.h"
@@ -30,13 +31,17 @@ Result<json> DeepCheckManager::start(const json& request) {
   const spec::ClusterLayout& layout = model->layout;
   auto rows = store_.instances(cluster->id, true);
   std::vector<store::InstanceRow> chosen;
-  if (request.contains("NodeIds")) {
-    if (!request["NodeIds"].is_array() || request["NodeIds"].empty() ||
-        request["NodeIds"].size() > 64) {
-      return validation("NodeIds: must be an array of 1 to 64 node names or instance ids");
+  // NodeIds read by hand, not through StartClusterHealthCheckRequest: a NodeIds that is not
+  // an array gets the whole rule, and each entry is checked as it is looked up.
+  if (request.contains(api::field::kNodeIds)) {
+    const json& node_ids = request[api::field::kNodeIds];
+    if (!node_ids.is_array() || node_ids.empty() ||
+        node_ids.size() > size_t{api::kMaxHealthCheckNodes}) {
+      return validation("NodeIds: must be an array of 1 to " +
+                        std::to_string(api::kMaxHealthCheckNodes) + " node names or instance ids");
     }
-    for (size_t i = 0; i < request["NodeIds"].size(); ++i) {
-      const auto& id = request["NodeIds"][i];
+    for (size_t i = 0; i < node_ids.size(); ++i) {
+      const auto& id = node_ids[i];
       std::string field = "NodeIds[" + std::to_string(i) + "]";
       if (!id.is_string()) return validation(field + ": must be a string");
       auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) {
@@ -78,7 +83,7 @@ Result<json> DeepCheckManager::start(const json& request) {
     return provider_.exec(cluster->id, controller->instance_id, argv, t);
   });
   if (auto s = client.create_maintenance_reservation(reservation, names); !s) return s.error();
-  json nodes = json::array();
+  api::StartClusterHealthCheckReply reply{check_id, reservation, {}};
   // Every node's order and event at once: a check starts on all its nodes or on none.
   Status started = store_.transaction([&]() -> Status {
     for (size_t i = 0; i < chosen.size(); ++i) {
@@ -86,22 +91,23 @@ Result<json> DeepCheckManager::start(const json& request) {
       const auto* peer =
           chosen.size() > 1 ? layout.find(chosen[(i + 1) % chosen.size()].node_name) : nullptr;
       const auto* self = layout.find(chosen[i].node_name);
-      json order = {{"Id", check_id},
-                    {"Reservation", reservation},
-                    {"Address", self->address},
-                    {"Port", api::kDeepCheckNetworkPort},
-                    {"Started", ids::now_seconds()}};
-      if (peer) order["Peer"] = peer->address;
+      // Kept in the row as the heartbeat reply's DeepHealthCheck, written by its type.
+      api::DeepCheckOrder order{.id = check_id,
+                                .reservation = reservation,
+                                .address = self->address,
+                                .port = api::kDeepCheckNetworkPort,
+                                .started = ids::now_seconds(),
+                                .peer = peer ? std::optional(peer->address) : std::nullopt};
       auto text = check_id + (peer ? ": network test to " + peer->node_name : "");
       Status s = transition(store_, chosen[i], {{"DeepHealthCheckStarted", text}},
                             [&](store::InstanceRow& r) {
                               r.status = "DeepHealthCheckInProgress";
                               r.message = "deep health check " + check_id;
-                              r.deep_check = order;
+                              r.deep_check = order.to_json();
                               r.deep_result = nullptr;
                             });
       if (!s) return s;
-      nodes.push_back(chosen[i].node_name);
+      reply.nodes.push_back(chosen[i].node_name);
     }
     return {};
   });
@@ -109,7 +115,7 @@ Result<json> DeepCheckManager::start(const json& request) {
     log::ok(client.delete_reservation(reservation), cluster->name + ": " + reservation);
     return started.error();
   }
-  return json{{"HealthCheckId", check_id}, {"Reservation", reservation}, {"Nodes", nodes}};
+  return reply.to_json();
 }
 
 json DeepCheckManager::order_for(const store::InstanceRow& row) {

@@ -1,5 +1,6 @@
 #include "controller/fault_injector.h"
 
+#include "api/messages.h"
 #include "api/wire.h"
 #include "common/log.h"
 #include "controller/lookup.h"
@@ -11,7 +12,9 @@ Result<json> FaultInjector::inject(const json& request) {
   if (!cluster) return cluster.error();
   auto node = find_node(store_, *cluster, request);
   if (!node) return node.error();
-  auto kind = required_string(request, "Kind");
+  // Read by hand, not through DebugInjectFaultRequest: an unknown Kind is refused only after
+  // the drill and running checks below, as endured always has.
+  auto kind = required_string(request, api::field::kKind);
   if (!kind) return kind.error();
   const std::string& c = cluster->id;
   const std::string& id = node->instance_id;
@@ -51,16 +54,14 @@ Result<json> FaultInjector::inject(const json& request) {
     s = drill->kill_slurmd(c, id);
     what = "killed the node's slurmd";
   } else {
-    return validation(
-        "Kind: must be one of crash, hang, xid, ecc, disk-full, slurmd-kill, fsx-hang");
+    return validation("Kind: must be one of " + api::join_words(api::kFaultKinds, ", "));
   }
   if (!s) return s.error();
   // The fault is made: its record failing is logged, not the drill.
   auto recorded = store_.append_event({0, c, 0, "Instance", node->group, id, node->node_name,
                                        "FaultInjected", *kind + ": " + what});
   if (!recorded) log::error("{}: record the fault: {}", node->node_name, recorded.error().message);
-  return json{
-      {"NodeName", node->node_name}, {"InstanceId", id}, {"Kind", *kind}, {"Description", what}};
+  return api::DebugInjectFaultReply{node->node_name, id, *kind, what}.to_json();
 }
 
 }  // namespace endure::controller

@@ -47,7 +47,8 @@ Result<store::InstanceRow> find_node(store::Store& store, const store::ClusterRo
 }
 
 Result<spec::ClusterModel> load_model(const store::ClusterRow& cluster) {
-  auto model = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index);
+  auto model = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index,
+                                         cluster.removed_slots);
   if (!model) {
     return make_error(api::kInternalFailure, "stored spec of " + cluster.name +
                                                  " no longer parses: " + model.error().message);

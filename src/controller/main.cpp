@@ -111,13 +111,15 @@ int main(int argc, char** argv) {
     auto_resume.node_lost(cluster, node, reason, slurm, jobs_before);
   });
   controller::DeepCheckManager deep_checks(**store, provider, config, health);
+  controller::SoftwareUpdateManager software_updates(**store, provider, config, health);
   controller::Reconciler reconciler(**store, provider, config, health, recovery, deep_checks,
-                                    auto_resume);
+                                    software_updates, auto_resume);
   auto wake = [&] { reconciler.wake(); };
   controller::ClusterService clusters(**store, provider, config, health, recovery, wake);
   controller::FaultInjector faults(**store, provider);
   controller::AgentService agents(**store, health, deep_checks, wake);
-  controller::ApiRouter router({**store, clusters, deep_checks, faults, agents, auto_resume, wake,
+  controller::ApiRouter router({**store, clusters, deep_checks, software_updates, faults, agents,
+                                auto_resume, wake,
                                 [&] { return reconciler.passes(); }});
   controller::ApiServer server(router, *token);
 

@@ -175,4 +175,59 @@ DeepCheckOutcome decide_deep_check(const json& results, int timeout_seconds) {
   return out;
 }
 
+UpdateDecision decide_update(const store::InstanceRow* row, const std::string& instance_id,
+                             const PendingObservation& seen, const PendingLimits& limits) {
+  UpdateDecision d;
+  if (!row || row->instance_id != instance_id || row->terminated_at > 0) {
+    d.step = UpdateStep::kDone;
+    return d;
+  }
+  const bool worker = seen.role == spec::NodeRole::kWorker;
+  if (row->status == name(NodeStatus::kRunning)) {
+    if (!row->recovery.empty()) return d;  // a recovery first; it may end in a new instance
+    if (worker) {
+      if (!seen.slurm_node) return d;
+      if (!seen.slurm_node->drained()) {
+        d.step = UpdateStep::kDrain;
+        return d;
+      }
+      if (seen.slurm_node->busy()) {
+        d.step = UpdateStep::kWaitForJobs;
+        d.text = "waiting for its jobs to end before its software update";
+        return d;
+      }
+    }
+    d.step = UpdateStep::kStart;
+    return d;
+  }
+  if (row->status != name(NodeStatus::kSystemUpdating)) return d;
+  if (row->pid == 0) {
+    d.step = UpdateStep::kReimage;
+    return d;
+  }
+  auto lifecycle =
+      parse_lifecycle_status(row->lifecycle_status).value_or(LifecycleStatus::kNotStarted);
+  if (lifecycle == LifecycleStatus::kFailed) {
+    d.step = UpdateStep::kFail;
+    d.text = "OnCreate failed on the new software: " + row->lifecycle_tail;
+    return d;
+  }
+  double limit = limits.lifecycle_timeout + limits.slurm_register_timeout;
+  if (seen.now - row->recovery_since > limit) {
+    d.step = UpdateStep::kFail;
+    d.text =
+        fmt::format("not back in service {} s after its software update", static_cast<int>(limit));
+    return d;
+  }
+  if (lifecycle != LifecycleStatus::kSucceeded) return d;
+  bool ready = true;
+  if (seen.role == spec::NodeRole::kController) ready = seen.controller_up;
+  if (worker) {
+    ready = seen.controller_running && seen.slurm_node && seen.slurm_node->registered();
+    d.resume_in_slurm = ready && seen.slurm_node->drained();
+  }
+  if (ready) d.step = UpdateStep::kFinish;
+  return d;
+}
+
 }  // namespace endure::controller

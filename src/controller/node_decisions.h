@@ -113,4 +113,28 @@ struct DeepCheckOutcome {
 // nothing within timeout_seconds.
 DeepCheckOutcome decide_deep_check(const json& results, int timeout_seconds);
 
+// --- A node of an UpdateClusterSoftware batch (the software update manager) ---
+
+enum class UpdateStep {
+  kDone,         // the slot's instance is not the one being updated: a new one runs new software
+  kDrain,        // a worker: drain it in Slurm so that no new job lands on it
+  kWaitForJobs,  // drained, its jobs still run: a job is never killed by an update (text)
+  kStart,        // free: mark it SystemUpdating and reimage it
+  kReimage,      // marked, not reimaged yet (a controller restarted in between)
+  kWait,         // on its way (OnCreate runs, slurmd registers, a recovery runs)
+  kFinish,       // back: Running again on new software
+  kFail,         // OnCreate failed or never came back: text; it is replaced
+};
+
+struct UpdateDecision {
+  UpdateStep step = UpdateStep::kWait;
+  std::string text;
+  bool resume_in_slurm = false;  // kFinish: undo the update's drain
+};
+
+// row: the slot's live instance (null when none); instance_id: the one the update started
+// on. The SystemUpdating clock is the row's recovery_since, set when the update started.
+UpdateDecision decide_update(const store::InstanceRow* row, const std::string& instance_id,
+                             const PendingObservation& seen, const PendingLimits& limits);
+
 }  // namespace endure::controller

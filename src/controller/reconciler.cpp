@@ -47,13 +47,15 @@ const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& ro
 
 Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
                        HealthMonitor& health, RecoveryManager& recovery,
-                       DeepCheckManager& deep_checks, AutoResumeManager& auto_resume)
+                       DeepCheckManager& deep_checks, SoftwareUpdateManager& software_updates,
+                       AutoResumeManager& auto_resume)
     : store_(store),
       provider_(provider),
       config_(config),
       health_(health),
       recovery_(recovery),
       deep_checks_(deep_checks),
+      software_updates_(software_updates),
       auto_resume_(auto_resume) {}
 
 Reconciler::~Reconciler() { stop(); }
@@ -98,7 +100,8 @@ void Reconciler::reconcile_all() {
 void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   if (cluster.status == "Deleting") return delete_cluster(cluster);
   if (cluster.status == "Failed") return;
-  auto parsed = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index);
+  auto parsed = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index,
+                                         cluster.removed_slots);
   if (!parsed) {
     fail_cluster(cluster, "the stored spec no longer parses: " + parsed.error().message);
     return;
@@ -146,6 +149,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   deep_checks_.reconcile(cluster, view);
   // A replacement leaves its slot empty: fill it in the next pass, not a period later.
   if (recovery_.reconcile(cluster, parsed->spec, layout, view)) wake();
+  if (software_updates_.reconcile(cluster, layout, view)) wake();
   auto_resume_.reconcile(cluster, view);
   update_cluster_status(cluster, layout);
 }

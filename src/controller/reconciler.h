@@ -12,6 +12,7 @@
 #include "controller/deep_check_manager.h"
 #include "controller/health_monitor.h"
 #include "controller/recovery_manager.h"
+#include "controller/software_update_manager.h"
 #include "provider/node_provider.h"
 #include "spec/layout.h"
 #include "store/store.h"
@@ -22,7 +23,7 @@ class Reconciler {
  public:
   Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
              HealthMonitor& health, RecoveryManager& recovery, DeepCheckManager& deep_checks,
-             AutoResumeManager& auto_resume);
+             SoftwareUpdateManager& software_updates, AutoResumeManager& auto_resume);
   ~Reconciler();
 
   void start();
@@ -60,6 +61,7 @@ class Reconciler {
   HealthMonitor& health_;
   RecoveryManager& recovery_;
   DeepCheckManager& deep_checks_;
+  SoftwareUpdateManager& software_updates_;
   AutoResumeManager& auto_resume_;
   std::thread thread_;
   std::mutex mu_;

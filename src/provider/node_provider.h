@@ -49,6 +49,12 @@ class NodeProvider {
   // and local disk kept, the lifecycle script not run again. Returns the new host pid.
   virtual Result<int> reboot(const std::string& cluster_id, const std::string& instance_id) = 0;
 
+  // Stops every process of the instance and boots it again on fresh software, what a new
+  // root volume is: same instance id, its local disk and endured's files kept, but the
+  // lifecycle scripts' outcome and the boot scripts they installed gone, so OnCreate runs
+  // again (UpdateClusterSoftware). Returns the new host pid.
+  virtual Result<int> reimage(const std::string& cluster_id, const std::string& instance_id) = 0;
+
   // True while any process of the instance exists.
   virtual bool running(const std::string& cluster_id, const std::string& instance_id) = 0;
 

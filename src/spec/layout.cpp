@@ -30,7 +30,7 @@ std::vector<std::pair<std::string, std::vector<std::string>>> ClusterLayout::par
 }
 
 ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters& params,
-                          int cluster_index) {
+                          int cluster_index, const json& removed_slots) {
   ClusterLayout layout;
   layout.cluster_name = spec.name;
   layout.index = cluster_index;
@@ -45,7 +45,17 @@ ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters&
   for (size_t g = 0; g < spec.groups.size(); ++g) {
     const auto& group = spec.groups[g];
     const InstanceType* type = find_instance_type(group.instance_type);
-    for (int s = 0; s < std::max(group.instance_count, 1); ++s) {
+    std::vector<int> removed;
+    if (removed_slots.is_object() && removed_slots.contains(group.name) &&
+        removed_slots[group.name].is_array()) {
+      for (const auto& slot : removed_slots[group.name]) {
+        if (slot.is_number_integer()) removed.push_back(slot.get<int>());
+      }
+    }
+    int made = 0;
+    for (int s = 0; made < std::max(group.instance_count, 1) && s < kMaxInstancesPerGroup; ++s) {
+      if (std::find(removed.begin(), removed.end(), s) != removed.end()) continue;
+      ++made;
       NodeSlot n;
       n.group = group.name;
       n.group_index = static_cast<int>(g);
@@ -73,12 +83,12 @@ ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters&
 }
 
 Result<ClusterModel> load_cluster_model(const json& spec_json, const json& provisioning_json,
-                                        int cluster_index) {
+                                        int cluster_index, const json& removed_slots) {
   auto spec = parse_cluster_spec(spec_json);
   if (!spec) return spec.error();
   auto params = parse_provisioning(provisioning_json, *spec);
   if (!params) return params.error();
-  auto layout = make_layout(*spec, *params, cluster_index);
+  auto layout = make_layout(*spec, *params, cluster_index, removed_slots);
   return ClusterModel{std::move(*spec), std::move(*params), std::move(layout)};
 }
 

@@ -56,8 +56,11 @@ struct ClusterLayout {
 
 std::string node_name(const std::string& group, int slot);
 
+// removed_slots: {group: [slot, ...]} of nodes BatchDeleteClusterNodes took away; a group's
+// InstanceCount slots are its lowest slot numbers not among them, so every other node keeps
+// its name, address and port.
 ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters& params,
-                          int cluster_index);
+                          int cluster_index, const json& removed_slots = json::object());
 
 // A stored cluster, read back: its spec, its roles and its layout.
 struct ClusterModel {
@@ -68,6 +71,7 @@ struct ClusterModel {
 
 // Parses a stored spec and provisioning parameters again; they were valid when stored.
 Result<ClusterModel> load_cluster_model(const json& spec_json, const json& provisioning_json,
-                                        int cluster_index);
+                                        int cluster_index,
+                                        const json& removed_slots = json::object());
 
 }  // namespace endure::spec

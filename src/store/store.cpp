@@ -17,7 +17,9 @@ CREATE TABLE IF NOT EXISTS clusters (
   idx INTEGER NOT NULL,
   applied_conf_hash TEXT NOT NULL DEFAULT '',
   created_at REAL NOT NULL,
-  updated_at REAL NOT NULL
+  updated_at REAL NOT NULL,
+  software_update TEXT NOT NULL DEFAULT 'null',
+  removed_slots TEXT NOT NULL DEFAULT '{}'
 );
 CREATE UNIQUE INDEX IF NOT EXISTS clusters_live_name ON clusters(name) WHERE status != 'Deleted';
 CREATE UNIQUE INDEX IF NOT EXISTS clusters_live_idx ON clusters(idx) WHERE status != 'Deleted';
@@ -140,7 +142,7 @@ class Stmt {
 
 constexpr const char* kClusterCols =
     "id, name, arn, status, failure_message, spec, provisioning, idx, applied_conf_hash, "
-    "created_at, updated_at";
+    "created_at, updated_at, software_update, removed_slots";
 
 ClusterRow read_cluster(const Stmt& s) {
   ClusterRow r;
@@ -155,6 +157,10 @@ ClusterRow read_cluster(const Stmt& s) {
   r.applied_conf_hash = s.text(8);
   r.created_at = s.real(9);
   r.updated_at = s.real(10);
+  r.software_update = json::parse(s.text(11), nullptr, false);
+  if (r.software_update.is_discarded()) r.software_update = nullptr;
+  r.removed_slots = json::parse(s.text(12), nullptr, false);
+  if (!r.removed_slots.is_object()) r.removed_slots = json::object();
   return r;
 }
 
@@ -237,6 +243,11 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
     auto s = store->exec(std::string("ALTER TABLE instances ADD COLUMN ") + column + ";");
     if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
   }
+  for (const char* column :
+       {"software_update TEXT NOT NULL DEFAULT 'null'", "removed_slots TEXT NOT NULL DEFAULT '{}'"}) {
+    auto s = store->exec(std::string("ALTER TABLE clusters ADD COLUMN ") + column + ";");
+    if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
+  }
   for (const char* column : {"overlap INTEGER NOT NULL DEFAULT 0"}) {
     auto s = store->exec(std::string("ALTER TABLE auto_resumes ADD COLUMN ") + column + ";");
     if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
@@ -278,20 +289,22 @@ Status Store::transaction(const std::function<Status()>& fn) {
 Status Store::insert_cluster(const ClusterRow& r) {
   std::lock_guard lock(mu_);
   Stmt s(db_, "INSERT INTO clusters (id, name, arn, status, failure_message, spec, provisioning, "
-              "idx, applied_conf_hash, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+              "idx, applied_conf_hash, created_at, updated_at, software_update, removed_slots) "
+              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(r.id).bind(r.name).bind(r.arn).bind(r.status).bind(r.failure_message).bind(r.spec.dump())
       .bind(r.provisioning.dump()).bind(r.index).bind(r.applied_conf_hash).bind(r.created_at)
-      .bind(r.updated_at);
+      .bind(r.updated_at).bind(r.software_update.dump()).bind(r.removed_slots.dump());
   return s.run("insert cluster " + r.name);
 }
 
 Status Store::update_cluster(const ClusterRow& r) {
   std::lock_guard lock(mu_);
   Stmt s(db_, "UPDATE clusters SET name=?, arn=?, status=?, failure_message=?, spec=?, "
-              "provisioning=?, idx=?, applied_conf_hash=?, created_at=?, updated_at=? WHERE id=?");
+              "provisioning=?, idx=?, applied_conf_hash=?, created_at=?, updated_at=?, "
+              "software_update=?, removed_slots=? WHERE id=?");
   s.bind(r.name).bind(r.arn).bind(r.status).bind(r.failure_message).bind(r.spec.dump())
       .bind(r.provisioning.dump()).bind(r.index).bind(r.applied_conf_hash).bind(r.created_at)
-      .bind(r.updated_at).bind(r.id);
+      .bind(r.updated_at).bind(r.software_update.dump()).bind(r.removed_slots.dump()).bind(r.id);
   return s.run("update cluster " + r.name);
 }
 
@@ -429,12 +442,32 @@ Status Store::transition_cluster(const std::string& id, const std::function<void
   });
 }
 
+namespace {
+
+constexpr const char* kEventCols =
+    "id, cluster_id, time, resource_type, grp, instance_id, node_name, type, description";
+
+EventRow read_event(const Stmt& s) {
+  EventRow r;
+  r.id = s.i64(0);
+  r.cluster_id = s.text(1);
+  r.time = s.real(2);
+  r.resource_type = s.text(3);
+  r.group = s.text(4);
+  r.instance_id = s.text(5);
+  r.node_name = s.text(6);
+  r.type = s.text(7);
+  r.description = s.text(8);
+  return r;
+}
+
+}  // namespace
+
 std::vector<EventRow> Store::events(const std::string& cluster_id, long long after_id, int limit,
                                     const std::string& node_name) {
   std::lock_guard lock(mu_);
   std::string sql =
-      "SELECT id, cluster_id, time, resource_type, grp, instance_id, node_name, type, "
-      "description FROM events WHERE cluster_id=? AND id > ?";
+      std::string("SELECT ") + kEventCols + " FROM events WHERE cluster_id=? AND id > ?";
   if (!node_name.empty()) sql += " AND node_name=?";
   sql += " ORDER BY id LIMIT ?";
   Stmt s(db_, sql.c_str());
@@ -442,20 +475,17 @@ std::vector<EventRow> Store::events(const std::string& cluster_id, long long aft
   if (!node_name.empty()) s.bind(node_name);
   s.bind(limit);
   std::vector<EventRow> out;
-  while (s.step() == SQLITE_ROW) {
-    EventRow r;
-    r.id = s.i64(0);
-    r.cluster_id = s.text(1);
-    r.time = s.real(2);
-    r.resource_type = s.text(3);
-    r.group = s.text(4);
-    r.instance_id = s.text(5);
-    r.node_name = s.text(6);
-    r.type = s.text(7);
-    r.description = s.text(8);
-    out.push_back(std::move(r));
-  }
+  while (s.step() == SQLITE_ROW) out.push_back(read_event(s));
   return out;
+}
+
+std::optional<EventRow> Store::event(const std::string& cluster_id, long long id) {
+  std::lock_guard lock(mu_);
+  Stmt s(db_, (std::string("SELECT ") + kEventCols +
+               " FROM events WHERE cluster_id=? AND id=?").c_str());
+  s.bind(cluster_id).bind(id);
+  if (s.step() == SQLITE_ROW) return read_event(s);
+  return std::nullopt;
 }
 
 namespace {

@@ -23,12 +23,14 @@ struct ClusterRow {
   std::string id;    // 12 hex digits
   std::string name;  // ClusterName, unique among clusters not deleted
   std::string arn;
-  std::string status;  // Creating, InService, Updating, Deleting, Failed, Deleted
+  std::string status;  // Creating, InService, Updating, SystemUpdating, Deleting, Failed, Deleted
   std::string failure_message;
   json spec;          // the validated CreateCluster request, as ClusterSpec::to_json()
   json provisioning;  // the validated provisioning parameters
   int index = 0;      // small number, unique among live clusters: picks ports and addresses
   std::string applied_conf_hash;  // slurm.conf last pushed to Slurm
+  json software_update;           // the UpdateClusterSoftware under way (null when none)
+  json removed_slots = json::object();  // {group: [slot]}: nodes BatchDeleteClusterNodes removed
   double created_at = 0;
   double updated_at = 0;
 };
@@ -136,6 +138,8 @@ class Store {
   Result<long long> append_event(EventRow row);
   std::vector<EventRow> events(const std::string& cluster_id, long long after_id = 0,
                                int limit = 1000, const std::string& node_name = "");
+  // One event of a cluster by its id; nullopt when the cluster has none of that id.
+  std::optional<EventRow> event(const std::string& cluster_id, long long id);
 
   std::optional<AutoResumeRow> auto_resume(const std::string& cluster_id, long long job_id);
   Status put_auto_resume(const AutoResumeRow& row);  // insert or replace, by (cluster, job)

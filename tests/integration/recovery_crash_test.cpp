@@ -87,23 +87,21 @@ TEST_P(RecoveryCrash, ControllerKilledMidRecoveryCompletesItOnce) {
       << slurm_state(e, name_, "worker-1");
 }
 
-INSTANTIATE_TEST_SUITE_P(CrashPoints, RecoveryCrash,
-                         ::testing::Values(CrashCase{"recovery.after_drain", "xid", "Replace"},
-                                           CrashCase{"recovery.after_terminate", "xid", "Replace"},
-                                           CrashCase{"recovery.after_launch", "xid", "Replace"},
-                                           CrashCase{"recovery.before_return", "xid", "Replace"},
-                                           CrashCase{"recovery.after_drain", "slurmd-kill",
-                                                     "Reboot"},
-                                           CrashCase{"recovery.after_reboot", "slurmd-kill",
-                                                     "Reboot"},
-                                           CrashCase{"recovery.before_return", "slurmd-kill",
-                                                     "Reboot"}),
-                         [](const auto& info) {
-                           std::string name =
-                               info.param.point.substr(info.param.point.find('.') + 1) + "_" +
-                               info.param.action;
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    CrashPoints, RecoveryCrash,
+    ::testing::Values(CrashCase{"recovery.after_drain", "xid", "Replace"},
+                      CrashCase{"recovery.after_terminate", "xid", "Replace"},
+                      CrashCase{"recovery.after_launch", "xid", "Replace"},
+                      CrashCase{"recovery.after_lifecycle", "xid", "Replace"},
+                      CrashCase{"recovery.before_return", "xid", "Replace"},
+                      CrashCase{"recovery.after_drain", "slurmd-kill", "Reboot"},
+                      CrashCase{"recovery.after_reboot", "slurmd-kill", "Reboot"},
+                      CrashCase{"recovery.before_return", "slurmd-kill", "Reboot"}),
+    [](const auto& info) {
+      std::string name =
+          info.param.point.substr(info.param.point.find('.') + 1) + "_" + info.param.action;
+      return name;
+    });
 
 }  // namespace
 }  // namespace endure::test

@@ -232,6 +232,31 @@ TEST(LayoutTest, ScalingKeepsExistingSlotsStable) {
   EXPECT_EQ(one.find("worker-b-0")->slurmd_port, small.find("worker-b-0")->slurmd_port);
 }
 
+TEST(LayoutTest, RemovedSlotsAreSkippedAndTheOthersKeepTheirPlaces) {
+  // What BatchDeleteClusterNodes leaves: a group of four lost worker-1, its count is three.
+  json request = {{"ClusterName", "ml"}, {"InstanceGroups", json::array()}};
+  for (auto [name, count] : {std::pair{"controller", 1}, std::pair{"worker", 3}}) {
+    request["InstanceGroups"].push_back(
+        {{"InstanceGroupName", name},
+         {"InstanceType", "local.c1"},
+         {"InstanceCount", count},
+         {"LifeCycleConfig", {{"SourceS3Uri", "/lc"}, {"OnCreate", "on_create.sh"}}}});
+  }
+  json params = {{"version", "1.0.0"},
+                 {"workload_manager", "slurm"},
+                 {"controller_group", "controller"},
+                 {"worker_groups", {{{"instance_group_name", "worker"}, {"partition_name", "dev"}}}}};
+  auto whole = spec::load_cluster_model(request, params, 1);
+  auto less = spec::load_cluster_model(request, params, 1, {{"worker", {1}}});
+  ASSERT_TRUE(whole && less);
+  std::vector<std::string> names;
+  for (const auto& n : less->layout.nodes) names.push_back(n.node_name);
+  EXPECT_EQ(names, (std::vector<std::string>{"controller-0", "worker-0", "worker-2", "worker-3"}));
+  EXPECT_EQ(less->layout.find("worker-2")->address, whole->layout.find("worker-2")->address);
+  EXPECT_EQ(less->layout.find("worker-2")->slurmd_port,
+            whole->layout.find("worker-2")->slurmd_port);
+}
+
 TEST(LayoutTest, PartitionsInWorkerGroupOrderWithTheirNodes) {
   auto layout = layout_of({{"controller", "local.c1", 1},
                            {"w-b", "local.c2", 2},

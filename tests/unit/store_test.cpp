@@ -82,6 +82,8 @@ void expect_same_cluster(const ClusterRow& got, const ClusterRow& want) {
   EXPECT_EQ(got.applied_conf_hash, want.applied_conf_hash);
   EXPECT_DOUBLE_EQ(got.created_at, want.created_at);
   EXPECT_DOUBLE_EQ(got.updated_at, want.updated_at);
+  EXPECT_EQ(got.software_update, want.software_update);
+  EXPECT_EQ(got.removed_slots, want.removed_slots);
 }
 
 void expect_same_instance(const InstanceRow& got, const InstanceRow& want) {
@@ -227,6 +229,8 @@ TEST_F(StoreTest, ClusterRoundTripsEveryField) {
   u.provisioning = {{"worker_groups", json::array()}, {"controller_group", "ctl"}};
   u.index = 7;
   u.applied_conf_hash = "fedcba9876543210";
+  u.software_update = {{"Id", "su-1"}, {"Remaining", json::array({"worker-0"})}};
+  u.removed_slots = {{"worker", {1, 3}}};
   u.created_at = 1800000000.75;
   u.updated_at = 1800000001.0;
   ASSERT_TRUE(store_->update_cluster(u).ok());

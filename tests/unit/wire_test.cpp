@@ -101,6 +101,11 @@ const std::vector<Sample>& samples() {
        R"(,"ThreadsPerCore":1}],"NodeRecovery":"None"})",
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}", round_trip<UpdateClusterReply>,
        ARN, ""},
+      {kUpdateClusterSoftware, round_trip<UpdateClusterSoftwareRequest>,
+       R"({"ClusterName":"ml","InstanceGroups":["worker"],"DeploymentConfig":{)"
+       R"("RollingUpdatePolicy":{"MaximumBatchSize":{"Type":"INSTANCE_COUNT","Value":1}},)"
+       R"("WaitIntervalInSeconds":5},"ImageId":"x"})",
+       R"({"ClusterName":"ml"})", round_trip<UpdateClusterSoftwareReply>, ARN, ""},
       {kDeleteCluster, round_trip<DeleteClusterRequest>, R"({"ClusterName":"ml"})", "",
        round_trip<DeleteClusterReply>, ARN, ""},
       {kListClusterEvents, round_trip<ListClusterEventsRequest>,
@@ -111,6 +116,13 @@ const std::vector<Sample>& samples() {
        R"("EventTime":"t","EventType":"NodeUnhealthy","Description":"hang"}]})",
        R"({"Events":[{"EventId":1,"ClusterName":"ml","ClusterArn":"a","ResourceType":)"
        R"("Cluster","EventTime":"t","EventType":"ClusterCreating","Description":"accepted"}]})"},
+      {kDescribeClusterEvent, round_trip<DescribeClusterEventRequest>,
+       R"({"ClusterName":"ml","EventId":11})", "", round_trip<DescribeClusterEventReply>,
+       R"({"Event":{"EventId":11,"ClusterName":"ml","ClusterArn":"a","ResourceType":)"
+       R"("Instance","InstanceGroupName":"worker","InstanceId":"i-1","NodeName":"worker-0",)"
+       R"("EventTime":"t","EventType":"NodeUnhealthy","Description":"hang"}})",
+       R"({"Event":{"EventId":1,"ClusterName":"ml","ClusterArn":"a","ResourceType":)"
+       R"("Cluster","EventTime":"t","EventType":"ClusterCreating","Description":"accepted"}})"},
       {kGetClusterNodeLog, round_trip<GetClusterNodeLogRequest>,
        R"({"ClusterName":"ml","NodeId":"i-1"})", "", round_trip<GetClusterNodeLogReply>,
        R"({"NodeName":"worker-0","InstanceId":"i-1","LogPath":"/l","Log":"a\nb\n"})", ""},
@@ -126,6 +138,12 @@ const std::vector<Sample>& samples() {
       {kBatchReplaceClusterNodes, round_trip<BatchReplaceClusterNodesRequest>,
        R"({"ClusterName":"ml","NodeIds":["i-1"]})", "", round_trip<BatchReplaceClusterNodesReply>,
        R"({"Successful":["i-1"],"Failed":[]})", ""},
+      {kBatchDeleteClusterNodes, round_trip<BatchDeleteClusterNodesRequest>,
+       R"({"ClusterName":"ml","NodeIds":["i-1","i-2"]})", "",
+       round_trip<BatchDeleteClusterNodesReply>,
+       R"({"Successful":["i-1"],"Failed":[{"NodeId":"i-2","Code":"InvalidNodeStatus",)"
+       R"("Message":"controller"}]})",
+       ""},
       {kStartClusterHealthCheck, round_trip<StartClusterHealthCheckRequest>,
        R"({"ClusterName":"ml","NodeIds":["worker-0"]})", R"({"ClusterName":"ml"})",
        round_trip<StartClusterHealthCheckReply>,
@@ -190,7 +208,7 @@ TEST(WireMessages, EveryActionOfWireHasSamplesAndARegistryEntry) {
   for (const auto& a : all_actions()) registry.push_back(a.action);
   for (const auto& s : samples()) sampled.push_back(s.action);
   EXPECT_EQ(registry, sampled);
-  EXPECT_EQ(registry.size(), 20u);
+  EXPECT_EQ(registry.size(), 23u);  // every action of wire.h
 }
 
 TEST(WireMessages, EveryMessageRoundTripsWithAllOptionalFieldsAndWithNone) {

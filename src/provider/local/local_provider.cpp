@@ -310,6 +310,25 @@ Result<int> LocalProvider::reboot(const std::string& cluster_id, const std::stri
   return boot(cluster_id, instance_id);
 }
 
+Result<int> LocalProvider::reimage(const std::string& cluster_id, const std::string& instance_id) {
+  if (!std::filesystem::exists(instance_dir(cluster_id, instance_id) / "boot.json")) {
+    return make_error("ProviderError", "instance " + instance_id + " was never launched");
+  }
+  if (auto s = terminate(cluster_id, instance_id); !s) return s.error();
+  std::error_code ec;
+  std::filesystem::remove(node_path(cluster_id, instance_id, node::kLifecycleResult), ec);
+  if (ec) return local_io_error("remove the lifecycle outcome of " + instance_id);
+  // A fresh root: no boot scripts installed, and /run (a tmpfs on a real machine) empty.
+  for (const char* dir : {node::kBootScriptsDir, "/run/slurm", "/run/munge"}) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(node_path(cluster_id, instance_id, dir), ec)) {
+      std::filesystem::remove_all(entry.path(), ec);
+      if (ec) return local_io_error("clear " + std::string(dir) + " of " + instance_id);
+    }
+  }
+  return boot(cluster_id, instance_id);
+}
+
 bool LocalProvider::running(const std::string& cluster_id, const std::string& instance_id) {
   return lock_held(instance_dir(cluster_id, instance_id) / "lock");
 }

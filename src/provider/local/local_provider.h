@@ -60,6 +60,7 @@ class LocalProvider : public NodeProvider, public FaultDrill {
   Status prepare_cluster(const std::string& cluster_id) override;
   Result<int> launch(const LaunchRequest& request) override;
   Result<int> reboot(const std::string& cluster_id, const std::string& instance_id) override;
+  Result<int> reimage(const std::string& cluster_id, const std::string& instance_id) override;
   bool running(const std::string& cluster_id, const std::string& instance_id) override;
   int pid(const std::string& cluster_id, const std::string& instance_id) override;
   Status terminate(const std::string& cluster_id, const std::string& instance_id) override;
