@@ -128,6 +128,19 @@ class AutoResume : public ClusterFixture {
     return r ? *r : json{{"error", r.error().message}};
   }
 
+  // The job ended well with its step re-run `resumes` times: srun rc 0, the resumes counted,
+  // every rank restarted once per resume, every unit done (bar those in flight at a fault).
+  void expect_ended_well(long long job, int units, int resumes) {
+    std::string output = job_output(job);
+    EXPECT_NE(output.find("srun rc=0"), std::string::npos) << output;
+    auto st = status(job);
+    EXPECT_EQ(st["ResumeCount"], resumes) << st.dump();
+    int reruns = 0;
+    for (const auto& s : json_lines(fsx_ / "run" / "starts.log")) reruns += s["count"] >= 1;
+    EXPECT_EQ(reruns, kRanks * resumes) << output;
+    expect_units_done_once_past_checkpoints(units, resumes);
+  }
+
   // Every unit done, none more than twice, at most one redone unit per rank and fault.
   void expect_units_done_once_past_checkpoints(int units, int faults) {
     std::multiset<int> all;

@@ -59,13 +59,7 @@ TEST_F(SoftwareUpdate, RollingBatchesWaitForTheJobAndRunEveryOnCreateAgain) {
   EXPECT_FALSE(job_ran_while_updating) << "a node of the running job was updated";
 
   ASSERT_TRUE(wait_job_end(job)) << job_output(job);
-  std::string output = job_output(job);
-  EXPECT_NE(output.find("srun rc=0"), std::string::npos) << output;
-  EXPECT_EQ(status(job)["ResumeCount"], 0) << status(job).dump();
-  int reruns = 0;
-  for (const auto& s : json_lines(fsx_ / "run" / "starts.log")) reruns += s["count"] == 1;
-  EXPECT_EQ(reruns, 0) << output;
-  expect_units_done_once_past_checkpoints(units, 0);
+  expect_ended_well(job, units, 0);
 
   // One node at a time, each updated once, its OnCreate run a second time.
   auto events = events_after(e, name_, mark);
