@@ -7,8 +7,6 @@
 #include "slurm/slurm_conf.h"
 
 namespace endure::controller {
-namespace {
-
 const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& rows,
                                        const std::string& node_name) {
   for (const auto& r : rows) {
@@ -16,8 +14,6 @@ const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& ro
   }
   return nullptr;
 }
-
-}  // namespace
 
 json resource_config(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
                      const std::vector<store::InstanceRow>& rows) {

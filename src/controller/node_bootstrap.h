@@ -22,6 +22,10 @@ struct NodeFiles {
   std::string auto_resume_token;
 };
 
+// The live (not terminated) instance of a slot among rows, or null.
+const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& rows,
+                                       const std::string& node_name);
+
 // The resource config every lifecycle script gets, in the spirit of the cloud service's
 // resource_config.json: the cluster, its groups, and every instance's name, address and role.
 json resource_config(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,

@@ -22,6 +22,40 @@ std::optional<LifecycleChange> decide_lifecycle_report(LifecycleStatus current,
 
 namespace {
 
+// Whether a node whose lifecycle succeeded is ready for service, by its role, and what it
+// waits for if not.
+struct Readiness {
+  bool ready = false;
+  std::string waiting_for;
+  bool resume_in_slurm = false;
+};
+
+Readiness ready_for_service(const PendingObservation& seen) {
+  Readiness r;
+  switch (seen.role) {
+    case spec::NodeRole::kController:
+      r.ready = seen.controller_up;
+      r.waiting_for = "slurmctld to answer";
+      break;
+    case spec::NodeRole::kWorker: {
+      r.waiting_for = "its slurmd to register with slurmctld";
+      if (!seen.controller_running || !seen.slurm_node || !seen.slurm_node->registered()) break;
+      const auto& node = *seen.slurm_node;
+      // A node endured (or an operator's Action:) drained goes back to service now that its
+      // new, rebooted or updated instance is up; other drains are the operator's own.
+      bool ours =
+          node.reason.rfind(kDrainReasonPrefix, 0) == 0 || manual_action(node.reason).has_value();
+      r.resume_in_slurm = node.drained() && ours;
+      r.ready = true;
+      break;
+    }
+    case spec::NodeRole::kLogin:
+      r.ready = true;
+      break;
+  }
+  return r;
+}
+
 PendingDecision pending(PendingStep step, std::string text) {
   PendingDecision d;
   d.step = step;
@@ -61,29 +95,10 @@ PendingDecision decide_pending(const store::InstanceRow& r, const PendingObserva
     return {};
   }
   PendingDecision run = pending(PendingStep::kRun, "");
-  bool ready = false;
-  std::string waiting_for;
-  switch (seen.role) {
-    case spec::NodeRole::kController:
-      ready = seen.controller_up;
-      waiting_for = "slurmctld to answer";
-      break;
-    case spec::NodeRole::kWorker: {
-      waiting_for = "its slurmd to register with slurmctld";
-      if (!seen.controller_running || !seen.slurm_node || !seen.slurm_node->registered()) break;
-      const auto& node = *seen.slurm_node;
-      // A node endured (or an operator's Action:) drained goes back to service now that its
-      // new or rebooted instance is up; other drains are the operator's own.
-      bool ours =
-          node.reason.rfind(kDrainReasonPrefix, 0) == 0 || manual_action(node.reason).has_value();
-      run.resume_in_slurm = node.drained() && ours;
-      ready = true;
-      break;
-    }
-    case spec::NodeRole::kLogin:
-      ready = true;
-      break;
-  }
+  Readiness readiness = ready_for_service(seen);
+  run.resume_in_slurm = readiness.resume_in_slurm;
+  const bool ready = readiness.ready;
+  const std::string& waiting_for = readiness.waiting_for;
   if (ready) {
     bool recovered = !r.recovery.empty() || !r.replaces.empty();
     std::string how = rebooting ? "rebooted" : (r.replaces.empty() ? "" : "replaced");
@@ -220,14 +235,18 @@ UpdateDecision decide_update(const store::InstanceRow* row, const std::string& i
     return d;
   }
   if (lifecycle != LifecycleStatus::kSucceeded) return d;
-  bool ready = true;
-  if (seen.role == spec::NodeRole::kController) ready = seen.controller_up;
-  if (worker) {
-    ready = seen.controller_running && seen.slurm_node && seen.slurm_node->registered();
-    d.resume_in_slurm = ready && seen.slurm_node->drained();
-  }
-  if (ready) d.step = UpdateStep::kFinish;
+  Readiness readiness = ready_for_service(seen);
+  if (!readiness.ready) return d;
+  d.step = UpdateStep::kFinish;
+  // The update drained it: whatever the reason now reads, the update undoes its drain.
+  d.resume_in_slurm = worker && seen.slurm_node->drained();
   return d;
+}
+
+PendingLimits pending_limits(const Config& config) {
+  return {static_cast<double>(config.reboot_timeout_seconds),
+          static_cast<double>(config.lifecycle_timeout_seconds),
+          static_cast<double>(config.slurm_register_timeout_seconds)};
 }
 
 }  // namespace endure::controller

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/json.h"
+#include "controller/config.h"
 #include "controller/health_monitor.h"
 #include "controller/node_state.h"
 #include "controller/recovery_policy.h"
@@ -62,6 +63,9 @@ struct PendingDecision {
   std::string event;             // kRun: InstanceRunning or NodeReturnedToService
   bool resume_in_slurm = false;  // kRun: resume the node endured (or an Action:) drained
 };
+
+// endured's limits, from its settings.
+PendingLimits pending_limits(const Config& config);
 
 PendingDecision decide_pending(const store::InstanceRow& row, const PendingObservation& seen,
                                const PendingLimits& limits);

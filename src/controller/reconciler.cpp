@@ -35,14 +35,6 @@ double last_terminated(const std::vector<store::InstanceRow>& rows, const std::s
   return latest;
 }
 
-const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& rows,
-                                       const std::string& node_name) {
-  for (const auto& r : rows) {
-    if (is_live(r) && r.node_name == node_name) return &r;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
@@ -386,9 +378,7 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
       seen.controller_running = true;
     }
   }
-  const PendingLimits limits{static_cast<double>(config_.reboot_timeout_seconds),
-                             static_cast<double>(config_.lifecycle_timeout_seconds),
-                             static_cast<double>(config_.slurm_register_timeout_seconds)};
+  const PendingLimits limits = pending_limits(config_);
   for (const auto& r : store_.instances(cluster.id, true)) {
     if (r.status != "Pending") continue;
     const auto* slot = layout.find(r.node_name);

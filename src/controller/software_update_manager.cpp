@@ -6,6 +6,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/lookup.h"
+#include "controller/node_bootstrap.h"
 #include "controller/node_decisions.h"
 #include "controller/recovery_policy.h"
 #include "controller/software_update_plan.h"
@@ -73,19 +74,12 @@ bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
   }
   SoftwareUpdatePlan plan = *stored;
   auto rows = store_.instances(cluster.id, true);
-  auto live = [&](const std::string& node) -> const store::InstanceRow* {
-    for (const auto& r : rows) {
-      if (r.node_name == node) return &r;
-    }
-    return nullptr;
-  };
+  auto live = [&](const std::string& node) { return live_in_slot(rows, node); };
   PendingObservation seen;
   seen.now = ids::now_seconds();
   if (const auto* c = live(layout.controller_node))
     seen.controller_running = c->status == "Running";
-  const PendingLimits limits{static_cast<double>(config_.reboot_timeout_seconds),
-                             static_cast<double>(config_.lifecycle_timeout_seconds),
-                             static_cast<double>(config_.slurm_register_timeout_seconds)};
+  const PendingLimits limits = pending_limits(config_);
   bool acted = false;
   for (const auto& flight : std::vector(plan.in_flight)) {
     const auto* row = live(flight.node);
