@@ -2,7 +2,7 @@
 # The main job: start endured, create a local cluster (1 controller + 4 workers) from
 # examples/cluster/local.json, run a 4-node batch job on it, crash a worker under an
 # srun --auto-resume=1 step and watch the step run again in the same job, show the
-# cluster, delete it.
+# cluster and the replaced node, delete it.
 # Needs root and a build from scripts/setup.sh. Leaves nothing running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -81,6 +81,8 @@ echo "== describe-cluster"
 endure --output table describe-cluster --cluster-name demo
 echo "== list-cluster-nodes"
 endure --output table list-cluster-nodes --cluster-name demo
+echo "== describe-cluster-node worker-2 (the replacement)"
+endure --output table describe-cluster-node --cluster-name demo --node-id worker-2
 
 echo "== delete-cluster"
 endure delete-cluster --cluster-name demo --wait

@@ -11,6 +11,7 @@
 #include "controller/config.h"
 #include "controller/deep_check_manager.h"
 #include "controller/health_monitor.h"
+#include "controller/node_launcher.h"
 #include "controller/recovery_manager.h"
 #include "controller/software_update_manager.h"
 #include "provider/node_provider.h"
@@ -38,21 +39,10 @@ class Reconciler {
  private:
   void reconcile_cluster(const store::ClusterRow& cluster);
   void delete_cluster(const store::ClusterRow& cluster);
-  // Terminates and forgets instances whose slot left the spec, and any running instance
-  // the store does not know as live (an orphan of a crash).
-  void remove_extra_instances(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
-  // Gives every slot of the layout a live instance row; false when the cluster failed.
-  bool fill_slots(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
-  void launch_pending(const store::ClusterRow& cluster, const spec::ClusterModel& model);
-  void push_slurm_conf(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
   void advance_pending(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
                        const SlurmView& slurm);
   void update_cluster_status(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
 
-  Status ensure_munge_key(const std::string& cluster_id);
-  // Marks an instance terminated (its files stay when keep_files) with an event.
-  void retire_instance(const store::InstanceRow& row, const std::string& status,
-                       const std::string& message, bool keep_files);
   void fail_cluster(const store::ClusterRow& cluster, const std::string& message);
 
   store::Store& store_;
@@ -63,6 +53,7 @@ class Reconciler {
   DeepCheckManager& deep_checks_;
   SoftwareUpdateManager& software_updates_;
   AutoResumeManager& auto_resume_;
+  NodeLauncher launcher_;
   std::thread thread_;
   std::mutex mu_;
   std::condition_variable cv_;

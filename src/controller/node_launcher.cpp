@@ -1,0 +1,206 @@
+#include "controller/node_launcher.h"
+
+#include <sys/random.h>
+
+#include <map>
+
+#include "common/crash_point.h"
+#include "common/fs.h"
+#include "common/ids.h"
+#include "common/log.h"
+#include "controller/node_bootstrap.h"
+#include "controller/transition.h"
+#include "slurm/slurm_conf.h"
+
+namespace endure::controller {
+namespace {
+
+bool is_live(const store::InstanceRow& r) { return r.terminated_at == 0; }
+
+// When the slot's latest instance ended (0 when none did).
+double last_terminated(const std::vector<store::InstanceRow>& rows, const std::string& node_name) {
+  double latest = 0;
+  for (const auto& r : rows) {
+    if (r.node_name == node_name) latest = std::max(latest, r.terminated_at);
+  }
+  return latest;
+}
+
+}  // namespace
+
+Status NodeLauncher::ensure_munge_key(const std::string& cluster_id) {
+  auto path = config_.secrets_dir() / cluster_id / "munge.key";
+  if (std::filesystem::exists(path)) return {};
+  if (auto s = fs::make_dirs(path.parent_path(), 0700); !s) return s;
+  std::string key(1024, '\0');
+  if (getrandom(key.data(), key.size(), 0) != static_cast<ssize_t>(key.size())) {
+    return make_error("IOError", "getrandom for the munge key failed");
+  }
+  return fs::atomic_write_file(path, key, 0600);
+}
+
+void NodeLauncher::retire_instance(const store::InstanceRow& row, const std::string& status,
+                                   const std::string& message, bool keep_files) {
+  Status s = keep_files ? provider_.terminate(row.cluster_id, row.instance_id)
+                        : provider_.destroy(row.cluster_id, row.instance_id);
+  if (!s) {
+    log::error("{}: {}", row.instance_id, s.error().message);
+    return;  // try again next pass; the row stays live so nothing is orphaned
+  }
+  (void)transition(store_, row,
+                   {{status == "Failure" ? "InstanceFailed" : "InstanceTerminated", message}},
+                   [&](store::InstanceRow& r) {
+                     r.status = status;
+                     r.message = message;
+                     r.pid = 0;
+                     r.terminated_at = ids::now_seconds();
+                   });
+}
+
+void NodeLauncher::remove_extra_instances(const store::ClusterRow& cluster,
+                                          const spec::ClusterLayout& layout) {
+  auto rows = store_.instances(cluster.id, false);
+  for (const auto& r : rows) {
+    if (!is_live(r) || layout.find(r.node_name)) continue;
+    if (r.status != "ShuttingDown" &&
+        !transition(store_, r, {{"InstanceShuttingDown", "slot left the spec (scale down)"}},
+                    [](store::InstanceRow& x) {
+                      x.status = "ShuttingDown";
+                      x.message = "";
+                    })) {
+      continue;
+    }
+    retire_instance(r, "Terminated", "terminated by scale down", false);
+  }
+  // Orphans: files of instances that the store does not hold as live. A running one is
+  // killed; the files of a retired instance go unless it failed (its log is kept).
+  std::map<std::string, const store::InstanceRow*> by_id;
+  for (const auto& r : rows) by_id[r.instance_id] = &r;
+  for (const auto& id : provider_.instance_ids(cluster.id)) {
+    auto it = by_id.find(id);
+    if (it != by_id.end() && is_live(*it->second)) continue;
+    bool failed = it != by_id.end() && it->second->status == "Failure";
+    if (provider_.running(cluster.id, id))
+      log::warn("{}: terminating orphan instance {}", cluster.name, id);
+    log::ok(failed ? provider_.terminate(cluster.id, id) : provider_.destroy(cluster.id, id),
+            cluster.name + ": remove orphan instance " + id);
+  }
+}
+
+std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& cluster,
+                                                    const spec::ClusterLayout& layout) {
+  auto rows = store_.instances(cluster.id, false);
+  for (const auto& slot : layout.nodes) {
+    if (live_in_slot(rows, slot.node_name)) continue;
+    // One retry per slot and operation: the second failure fails the cluster.
+    const store::InstanceRow* last_failure = nullptr;
+    int failures = 0;
+    for (const auto& r : rows) {
+      if (r.node_name == slot.node_name && r.status == "Failure" &&
+          r.launch_time >= cluster.updated_at) {
+        ++failures;
+        last_failure = &r;
+      }
+    }
+    if (failures >= 2) {
+      std::string message = slot.node_name + ": " + last_failure->message;
+      if (!last_failure->lifecycle_tail.empty()) {
+        message += "; last lines: " + last_failure->lifecycle_tail;
+      }
+      return message;
+    }
+    store::InstanceRow row;
+    row.instance_id = ids::new_instance_id();
+    row.cluster_id = cluster.id;
+    row.group = slot.group;
+    row.slot = slot.slot;
+    row.node_name = slot.node_name;
+    row.status = "Pending";
+    row.launch_time = ids::now_seconds();
+    row.agent_token = ids::new_token();
+    row.lifecycle_status = "NotStarted";
+    std::string description =
+        failures ? "retrying on a new instance after a failure" : "new instance";
+    for (const auto& r : rows) {
+      if (r.node_name == slot.node_name && r.message.rfind("replaced: ", 0) == 0 &&
+          r.terminated_at >= last_terminated(rows, slot.node_name)) {
+        row.replaces = r.instance_id;
+        row.recovery_since = r.recovery_since;  // when the fault was found
+        description = "replacing " + r.instance_id + " (" + r.message.substr(10) + ")";
+      }
+    }
+    (void)insert_node(store_, row, description);
+    crash_point("fill.after_insert");
+  }
+  return std::nullopt;
+}
+
+void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
+                                  const spec::ClusterModel& model) {
+  const auto& layout = model.layout;
+  auto rows = store_.instances(cluster.id, true);
+  // What every new node gets, made only when a pass launches one.
+  std::string conf, hosts;
+  std::optional<Result<std::string>> key;
+  auto prepare_files = [&] {
+    if (key) return;
+    conf = slurm::render_slurm_conf(layout);
+    hosts = slurm::render_hosts(layout);
+    key = fs::read_file(config_.secrets_dir() / cluster.id / "munge.key");
+  };
+  for (const auto& r : rows) {
+    if (r.status != "Pending") continue;
+    if (provider_.running(cluster.id, r.instance_id)) {
+      if (r.pid == 0) {  // launched by a controller that died before recording it
+        int pid = provider_.pid(cluster.id, r.instance_id);
+        (void)transition(store_, r,
+                         {{"InstanceAdopted", "found running after a controller restart"}},
+                         [&](store::InstanceRow& x) { x.pid = pid; });
+      }
+      continue;
+    }
+    if (!r.recovery.empty()) continue;  // a reboot under way: recovery watches it
+    if (r.pid != 0) {
+      std::string why = provider_.boot_diagnostics(cluster.id, r.instance_id);
+      retire_instance(r, "Failure",
+                      "instance stopped during creation" + (why.empty() ? "" : ": " + why), true);
+      continue;
+    }
+    const auto* slot = layout.find(r.node_name);
+    const auto* group = model.spec.find_group(r.group);
+    prepare_files();
+    if (!slot || !group || !*key) continue;
+    auto source = provider_.resolve_lifecycle_source("LifeCycleConfig", group->lifecycle.source_uri,
+                                                     group->lifecycle.on_create);
+    if (!source) {
+      retire_instance(r, "Failure", source.error().message, true);
+      continue;
+    }
+    auto auto_resume_token = store_.auto_resume_token(cluster.id);
+    if (!auto_resume_token) {
+      log::error("{}: {}", cluster.name, auto_resume_token.error().message);
+      continue;
+    }
+    NodeFiles files{conf, hosts, **key, *auto_resume_token};
+    provider::LaunchRequest request =
+        launch_request(config_, cluster, model, *slot, *group, r, rows, files);
+    request.lifecycle_source = *source;
+    // A fresh boot: nothing of an earlier, unrecorded attempt may survive.
+    if (!log::ok(provider_.destroy(cluster.id, r.instance_id),
+                 r.node_name + ": clear an earlier attempt")) {
+      continue;
+    }
+    crash_point("launch.before");
+    auto pid = provider_.launch(request);
+    crash_point("launch.before_record");
+    if (!r.replaces.empty()) crash_point("recovery.after_launch");
+    if (!pid) {
+      retire_instance(r, "Failure", "launch failed: " + pid.error().message, true);
+      continue;
+    }
+    (void)transition(store_, r, {{"InstanceLaunched", "host pid " + std::to_string(*pid)}},
+                     [&](store::InstanceRow& x) { x.pid = *pid; });
+  }
+}
+
+}  // namespace endure::controller

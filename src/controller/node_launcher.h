@@ -1,0 +1,44 @@
+// A cluster's instances toward its layout: every slot gets one live instance, launched with
+// the files of the node contract; instances whose slot left the layout, and orphans of a
+// crash, are terminated. Each step is idempotent, so a controller killed anywhere resumes it.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "controller/config.h"
+#include "provider/node_provider.h"
+#include "spec/cluster_spec.h"
+#include "spec/layout.h"
+#include "store/store.h"
+
+namespace endure::controller {
+
+class NodeLauncher {
+ public:
+  NodeLauncher(store::Store& store, provider::NodeProvider& provider, const Config& config)
+      : store_(store), provider_(provider), config_(config) {}
+
+  // The cluster's munge key, made once.
+  Status ensure_munge_key(const std::string& cluster_id);
+  // Terminates and forgets instances whose slot left the layout, and any running instance
+  // the store does not know as live (an orphan of a crash).
+  void remove_extra_instances(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
+  // Gives every empty slot a Pending instance row. A slot whose second try failed fails the
+  // cluster: the message to fail it with is returned, and no row is added.
+  std::optional<std::string> fill_slots(const store::ClusterRow& cluster,
+                                        const spec::ClusterLayout& layout);
+  // Launches every Pending instance that is not running yet; adopts one a dead controller
+  // launched; retires one that stopped during creation.
+  void launch_pending(const store::ClusterRow& cluster, const spec::ClusterModel& model);
+  // Marks an instance terminated (its files stay when keep_files) with its event.
+  void retire_instance(const store::InstanceRow& row, const std::string& status,
+                       const std::string& message, bool keep_files);
+
+ private:
+  store::Store& store_;
+  provider::NodeProvider& provider_;
+  const Config& config_;
+};
+
+}  // namespace endure::controller

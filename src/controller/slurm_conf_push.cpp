@@ -1,0 +1,68 @@
+#include "controller/slurm_conf_push.h"
+
+#include <set>
+
+#include "api/node_contract.h"
+#include "common/log.h"
+#include "controller/transition.h"
+#include "slurm/slurm_client.h"
+#include "slurm/slurm_conf.h"
+
+namespace endure::controller {
+
+using Instance = store::InstanceRow;
+using Cluster = store::ClusterRow;
+
+std::string slurm_files_hash(const spec::ClusterLayout& layout) {
+  return slurm::content_hash(slurm::render_slurm_conf(layout) + slurm::render_hosts(layout));
+}
+
+void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
+                     const store::ClusterRow& cluster, const spec::ClusterLayout& layout) {
+  std::string conf = slurm::render_slurm_conf(layout);
+  std::string hosts = slurm::render_hosts(layout);
+  std::string hash = slurm::content_hash(conf + hosts);
+  if (hash == cluster.applied_conf_hash) return;
+  auto rows = store.instances(cluster.id, true);
+  const Instance* controller = nullptr;
+  bool written = true;
+  for (const auto& r : rows) {
+    if (!provider.running(cluster.id, r.instance_id)) continue;
+    const std::string what = r.node_name + ": write the cluster's files";
+    written &=
+        log::ok(provider.write_file(cluster.id, r.instance_id, node::kSlurmConfPath, conf), what);
+    written &=
+        log::ok(provider.write_file(cluster.id, r.instance_id, node::kHostsPath, hosts), what);
+    if (r.node_name == layout.controller_node && r.status == "Running") controller = &r;
+  }
+  // Not applied until every node has the files (tried again next pass); the controller's
+  // lifecycle starts slurmctld on this conf.
+  if (!written || !controller) return;
+  slurm::SlurmClient client([&](const std::vector<std::string>& argv, std::chrono::milliseconds t) {
+    return provider.exec(cluster.id, controller->instance_id, argv, t);
+  });
+  // A slurmctld that is down (a restart that failed) is started on the current conf.
+  auto known =
+      client.controller_up()
+          ? client.nodes()
+          : Result<std::vector<slurm::NodeState>>(make_error("SlurmError", "slurmctld is down"));
+  std::set<std::string> known_names, wanted_names;
+  if (known) {
+    for (const auto& n : *known) known_names.insert(n.name);
+  }
+  for (const auto& n : layout.nodes) {
+    if (n.role == spec::NodeRole::kWorker) wanted_names.insert(n.node_name);
+  }
+  bool restart = !known || known_names != wanted_names;
+  Status s = restart ? client.restart_controller() : client.reconfigure();
+  if (!s) {
+    log::warn("{}: {}", cluster.name, s.error().message);
+    return;
+  }
+  (void)transition(
+      store, cluster, [&](Cluster& c) { c.applied_conf_hash = hash; }, "SlurmConfigApplied",
+      std::string(restart ? "slurmctld restarted on" : "reconfigured to") + " a slurm.conf of " +
+          std::to_string(wanted_names.size()) + " nodes");
+}
+
+}  // namespace endure::controller
