@@ -1,27 +1,25 @@
-// endure-agent: one per node. Runs the lifecycle script, reports it, heartbeats, and (as
-// pid 1 of a local instance) reaps every orphan in the node.
+// endure-agent: one per node. Runs the lifecycle script, reports it, heartbeats, follows the
+// kernel log; as pid 1 of a local instance, boots the node and runs the agent under its init.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 
 #include "agent/agent_config.h"
 #include "agent/deep_check_runner.h"
 #include "agent/health/health_check.h"
+#include "agent/health/kernel_log.h"
 #include "agent/lifecycle.h"
 #include "agent/local_boot.h"
+#include "agent/node_init.h"
+#include "agent/reporter.h"
 #include "api/messages.h"
 #include "api/node_contract.h"
-#include "api/wire.h"
 #include "common/fs.h"
 #include "common/http_client.h"
 #include "common/ids.h"
@@ -35,79 +33,6 @@ namespace {
 std::atomic<bool> g_stop{false};
 
 void on_term(int) { g_stop = true; }
-
-// Sends heartbeats and the latest lifecycle outcome until endured has taken it; keeps
-// trying while endured is away (it may be restarting).
-class Reporter {
- public:
-  Reporter(const agent::AgentConfig& config, HttpClient client,
-           std::function<void(const api::AgentHeartbeatReply&)> on_orders)
-      : config_(config), client_(std::move(client)), on_orders_(std::move(on_orders)) {}
-
-  void report_lifecycle(const agent::LifecycleResult& result) {
-    std::lock_guard lock(mu_);
-    pending_ = result;
-    cv_.notify_all();
-  }
-
-  // The findings of the latest health-check round, sent with every heartbeat.
-  void set_findings(std::vector<api::Finding> findings) {
-    std::lock_guard lock(mu_);
-    findings_ = std::move(findings);
-  }
-
-  void run() {
-    auto path = [](const char* action) { return std::string(api::kPathPrefix) + action; };
-    auto next_beat = std::chrono::steady_clock::now();
-    while (!g_stop) {
-      std::optional<agent::LifecycleResult> pending;
-      {
-        std::lock_guard lock(mu_);
-        pending = pending_;
-      }
-      if (pending) {
-        api::AgentReportLifecycleRequest body{pending->status, pending->exit_code,
-                                              pending->last_lines, config_.instance_id};
-        auto reply = client_.post(path(api::kAgentReportLifecycle), body.to_json());
-        if (reply) {
-          std::lock_guard lock(mu_);
-          if (pending_ && pending_->status == pending->status) pending_.reset();
-        } else {
-          log::warn("agent: lifecycle report not taken: {}", reply.error().message);
-        }
-      }
-      if (std::chrono::steady_clock::now() >= next_beat) {
-        api::AgentHeartbeatRequest beat{config_.instance_id, {}};
-        {
-          std::lock_guard lock(mu_);
-          beat.findings = findings_;
-        }
-        auto reply = client_.post(path(api::kAgentHeartbeat), beat.to_json());
-        if (reply) {
-          auto orders = api::AgentHeartbeatReply::from_json(*reply);
-          if (orders) {
-            on_orders_(*orders);
-          } else {
-            log::warn("agent: heartbeat reply not understood: {}", orders.error().message);
-          }
-        }
-        next_beat = std::chrono::steady_clock::now() +
-                    std::chrono::milliseconds(static_cast<int>(config_.heartbeat_seconds * 1000));
-      }
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, pending_ ? 1000ms : 200ms);
-    }
-  }
-
- private:
-  const agent::AgentConfig& config_;
-  HttpClient client_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::optional<agent::LifecycleResult> pending_;
-  std::vector<api::Finding> findings_;
-  std::function<void(const api::AgentHeartbeatReply&)> on_orders_;
-};
 
 agent::health::NodeExpectations expectations(const agent::AgentConfig& c) {
   agent::health::NodeExpectations e;
@@ -132,27 +57,9 @@ int usage() {
   return 2;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string config_path = node::kAgentConfigPath;
-  std::string boot_path;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--local-boot" && i + 1 < argc)
-      boot_path = argv[++i];
-    else if (arg == "--config" && i + 1 < argc)
-      config_path = argv[++i];
-    else
-      return usage();
-  }
-  spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [agent] %v");
-  if (!boot_path.empty()) {
-    if (auto s = agent::local_boot(boot_path); !s) {
-      log::error("local boot failed: {}", s.error().message);
-      return 1;
-    }
-  }
+// The agent proper; restarted: its init started it again in the same boot (the lifecycle
+// outcome stands and the daemons run: nothing is started again).
+int run_agent(const std::string& config_path, bool restarted) {
   signal(SIGTERM, on_term);
   signal(SIGINT, on_term);
   signal(SIGPIPE, SIG_IGN);
@@ -173,17 +80,25 @@ int main(int argc, char** argv) {
     return 1;
   }
   agent::DeepCheckRunner deep_checks(*config, HttpClient(*endpoint, config->token, 10));
-  Reporter reporter(*config, HttpClient(*endpoint, config->token, 10),
-                    [&](const api::AgentHeartbeatReply& reply) {
-                      deep_checks.on_order(reply.deep_health_check);
-                    });
-  std::thread reporter_thread([&] { reporter.run(); });
+  agent::Reporter reporter(*config, HttpClient(*endpoint, config->token, 10),
+                           [&](const api::AgentHeartbeatReply& reply) {
+                             deep_checks.on_order(reply.deep_health_check);
+                           });
+  std::thread reporter_thread([&] { reporter.run(g_stop); });
 
   int lifecycle_pid = 0;
   auto lifecycle_deadline = std::chrono::steady_clock::time_point::max();
   auto expect = expectations(*config);
   std::atomic<bool> in_service{false};
-  if (auto saved = agent::saved_lifecycle_result()) {
+  if (restarted) {
+    // The same boot: the outcome stands and its daemons run. A script that was running
+    // lost its parent, so its outcome is unknown: the node failed.
+    agent::LifecycleResult result{"Failed", -1, "the agent restarted while OnCreate ran\n"};
+    if (auto saved = agent::saved_lifecycle_result()) result = *saved;
+    log::info("agent restarted; lifecycle {}", result.status);
+    reporter.report_lifecycle(result);
+    in_service = result.status == "Succeeded";
+  } else if (auto saved = agent::saved_lifecycle_result()) {
     // A reboot: the lifecycle script ran already; the boot scripts start the daemons.
     agent::LifecycleResult result = *saved;
     // /run is a tmpfs on a real machine: nothing of the last boot's pid files or sockets
@@ -237,7 +152,21 @@ int main(int argc, char** argv) {
     }
   });
 
-  // As pid 1 every orphan of the node is ours to reap.
+  // Kernel log records as they are logged, each fault sent at once (not at the next round).
+  std::thread kernel_log([&] {
+    agent::health::KernelLogCheck log_check(expect);
+    while (!g_stop) {
+      log_check.wait_for_records(200ms);
+      auto found = log_check.read_faults();
+      if (found.empty() || !in_service) continue;
+      std::vector<api::LoggedFinding> logged;
+      for (auto& [record, f] : found) logged.push_back({record, f.kind, f.check, f.detail});
+      reporter.report_logged(std::move(logged));
+    }
+  });
+
+  // Reaps the lifecycle script (our child) and whatever else of ours ends; the node's
+  // orphans go to its init.
   while (!g_stop) {
     int status = 0;
     pid_t pid;
@@ -261,7 +190,32 @@ int main(int argc, char** argv) {
     }
     std::this_thread::sleep_for(100ms);
   }
+  reporter.wake();
   reporter_thread.join();
   checker.join();
+  kernel_log.join();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path = node::kAgentConfigPath;
+  std::string boot_path;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--local-boot" && i + 1 < argc)
+      boot_path = argv[++i];
+    else if (arg == "--config" && i + 1 < argc)
+      config_path = argv[++i];
+    else
+      return usage();
+  }
+  spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [agent] %v");
+  if (boot_path.empty()) return run_agent(config_path, false);
+  if (auto s = agent::local_boot(boot_path); !s) {
+    log::error("local boot failed: {}", s.error().message);
+    return 1;
+  }
+  return agent::run_as_node_init([&](bool restarted) { return run_agent(config_path, restarted); });
 }

@@ -83,6 +83,7 @@ inline constexpr const char* kReason = "Reason";
 inline constexpr const char* kReconcilePasses = "ReconcilePasses";
 inline constexpr const char* kRecovery = "Recovery";
 inline constexpr const char* kReplaces = "Replaces";
+inline constexpr const char* kRecordId = "RecordId";
 inline constexpr const char* kReservation = "Reservation";
 inline constexpr const char* kResourceType = "ResourceType";
 inline constexpr const char* kResults = "Results";

@@ -78,6 +78,8 @@ ENDURE_API_CODEC(DebugDescribeControllerReply)
 ENDURE_API_CODEC(AgentReportLifecycleRequest)
 ENDURE_API_CODEC(Finding)
 ENDURE_API_CODEC(AgentHeartbeatRequest)
+ENDURE_API_CODEC(LoggedFinding)
+ENDURE_API_CODEC(AgentReportFindingsRequest)
 ENDURE_API_CODEC(DeepCheckOrder)
 ENDURE_API_CODEC(AgentHeartbeatReply)
 ENDURE_API_CODEC(DeepCheckResult)
@@ -199,6 +201,7 @@ std::vector<ActionFields> all_actions() {
           kDebugDescribeController),
       action<AgentReportLifecycleRequest, AgentReportLifecycleReply>(kAgentReportLifecycle),
       action<AgentHeartbeatRequest, AgentHeartbeatReply>(kAgentHeartbeat),
+      action<AgentReportFindingsRequest, AgentReportFindingsReply>(kAgentReportFindings),
       action<AgentReportDeepHealthCheckRequest, AgentReportDeepHealthCheckReply>(
           kAgentReportDeepHealthCheck),
       action<AutoResumeStepFailedRequest, AutoResumeStepFailedReply>(kAutoResumeStepFailed),
@@ -211,7 +214,8 @@ std::vector<TypeFields> all_types() {
           type<ClusterSummary>(),  type<InstanceStatus>(),    type<ClusterNodeSummary>(),
           type<NodeDetails>(),     type<NodeLifeCycle>(),     type<NodeRecoveryInfo>(),
           type<Event>(),           type<BatchFailure>(),      type<Finding>(),
-          type<DeepCheckOrder>(),  type<DeepCheckResult>(),   type<ErrorReply>()};
+          type<LoggedFinding>(),   type<DeepCheckOrder>(),    type<DeepCheckResult>(),
+          type<ErrorReply>()};
 }
 
 }  // namespace endure::api

@@ -1,6 +1,6 @@
 // Messages of the agent's actions (AgentReportLifecycle, AgentHeartbeat,
-// AgentReportDeepHealthCheck), of srun's auto-resume supervisor (AutoResumeStepFailed,
-// AutoResumeStatus), and the error reply. Include messages.h, not this file.
+// AgentReportFindings, AgentReportDeepHealthCheck), of srun's auto-resume supervisor
+// (AutoResumeStepFailed, AutoResumeStatus), and the error reply. Include messages.h, not this file.
 #pragma once
 
 #include <optional>
@@ -58,6 +58,40 @@ struct AgentHeartbeatRequest {
   json to_json() const;
   static Result<AgentHeartbeatRequest> from_json(const json& in);
 };
+
+// A fault the agent saw happen (a kernel log record, an NVML event), sent the moment it is
+// seen and again until endured takes it. RecordId names the record ("kmsg:<sequence>",
+// "nvml:<gpu>:<event>:<n>") so that endured counts each once.
+struct LoggedFinding {
+  static constexpr const char* kName = "LoggedFinding";
+  std::string record_id;
+  std::string kind;
+  std::string check;
+  std::string detail;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kRecordId, s.record_id);
+    v(field::kKind, s.kind);
+    v(field::kCheck, s.check);
+    v(field::kDetail, s.detail);
+  }
+  json to_json() const;
+  static Result<LoggedFinding> from_json(const json& in);
+};
+
+struct AgentReportFindingsRequest {
+  static constexpr const char* kName = "AgentReportFindingsRequest";
+  std::string instance_id;
+  std::vector<LoggedFinding> findings;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kInstanceId, s.instance_id);
+    v(field::kFindings, s.findings);
+  }
+  json to_json() const;
+  static Result<AgentReportFindingsRequest> from_json(const json& in);
+};
+using AgentReportFindingsReply = Empty;
 
 // An order to run the deep health check, repeated in every heartbeat's reply while open.
 struct DeepCheckOrder {

@@ -43,8 +43,10 @@ inline constexpr const char* kBootScriptsDir = "/opt/endure/boot.d";
 // Mounts every node has: the cluster's shared folder and the node's own local disk.
 inline constexpr const char* kSharedFsPath = "/fsx";
 inline constexpr const char* kLocalDiskPath = "/local";
-// Pid files the health checks and the fault drills read.
+// Pid files the health checks, the fault drills and the provider's probe read.
 inline constexpr const char* kFsxPidFile = "/opt/endure/fsx.pid";
+// The agent's pid, as its node sees it: written by the node's init at each start of it.
+inline constexpr const char* kAgentPidFile = "/opt/endure/agent.pid";
 inline constexpr const char* kSlurmdPidFile = "/run/slurm/slurmd.pid";
 
 }  // namespace endure::node

@@ -59,6 +59,7 @@ inline constexpr const char* kGetNodeExecTarget = "GetNodeExecTarget";
 // and the header that names the instance the token belongs to.
 inline constexpr const char* kAgentReportLifecycle = "AgentReportLifecycle";
 inline constexpr const char* kAgentHeartbeat = "AgentHeartbeat";
+inline constexpr const char* kAgentReportFindings = "AgentReportFindings";
 // AgentReportLifecycle's Status.
 inline constexpr std::array kLifecycleStatuses = {"InProgress", "Succeeded", "Failed"};
 inline constexpr const char* kInstanceIdHeader = "X-Endure-Instance-Id";

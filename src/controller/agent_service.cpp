@@ -39,7 +39,8 @@ Result<json> AgentService::handle(const std::string& action, const std::string& 
   }
   if (action == api::kAgentHeartbeat) {
     // Findings pass as they come: the health monitor reads what it knows of them.
-    health_.heartbeat(instance_id, request.value(api::field::kFindings, json::array()));
+    health_.heartbeat(instance_id, request.value(api::field::kFindings, json::array()),
+                      row->cluster_id);
     // The reply carries orders: a deep health check to run while one is open for it.
     api::AgentHeartbeatReply reply;
     if (json order = DeepCheckManager::order_for(*row); !order.is_null()) {
@@ -51,6 +52,13 @@ Result<json> AgentService::handle(const std::string& action, const std::string& 
       reply.deep_health_check = std::move(*typed);
     }
     return reply.to_json();
+  }
+  if (action == api::kAgentReportFindings) {
+    auto report = api::AgentReportFindingsRequest::from_json(request);
+    if (!report) return report.error();
+    // Judged now, not at the next pass: a logged fault is a verdict already.
+    if (health_.logged(instance_id, report->findings) > 0) wake_();
+    return api::AgentReportFindingsReply{}.to_json();
   }
   if (action == api::kAgentReportDeepHealthCheck) {
     // Checked here so that record_results' own read of Id cannot throw.

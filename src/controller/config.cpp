@@ -13,9 +13,13 @@ const std::vector<Setting>& settings() {
        "HTTP port on 127.0.0.1 (two controllers on one host need two homes and two ports)"},
       {"ReconcileSeconds", &C::reconcile_seconds, 1, 0, 60,
        "how often the reconcile loop runs when nothing wakes it"},
-      {"HeartbeatSeconds", &C::heartbeat_seconds, 1, 0, 60, "agents heartbeat this often"},
+      {"HeartbeatSeconds", &C::heartbeat_seconds, 0.5, 0, 60, "agents heartbeat this often"},
+      {"SuspectAfterSeconds", &C::suspect_after_seconds, 1, 0, 60,
+       "a node silent this long is a suspect: the provider and Slurm are asked whether it is "
+       "dead, hung or only its agent is silent (at least HeartbeatSeconds)"},
       {"HeartbeatTimeoutSeconds", &C::heartbeat_timeout_seconds, 5, 0, 60,
-       "a node silent this long while its processes exist is hung"},
+       "a silent node that neither its provider nor Slurm confirms alive is hung after this "
+       "long (at least SuspectAfterSeconds)"},
       {"HealthCheckSeconds", &C::health_check_seconds, 2, 0, 60,
        "agents run their continuous health checks this often (a fault shows in a heartbeat at "
        "most this long after it happened)"},
@@ -83,6 +87,19 @@ Status Config::apply_json(const json& j) {
                         "config.json: " + key + ": is not a known setting (" + known + ")");
     }
     if (auto s = set(next, *found, value); !s) return s;
+  }
+  auto order = [](const char* name, double value, const char* floor_name, double floor) {
+    return Status(make_error(api::kValidationException,
+                             fmt::format("config.json: {}: must be at least {} ({:g}), not {:g}",
+                                         name, floor_name, floor, value)));
+  };
+  if (next.suspect_after_seconds < next.heartbeat_seconds) {
+    return order("SuspectAfterSeconds", next.suspect_after_seconds, "HeartbeatSeconds",
+                 next.heartbeat_seconds);
+  }
+  if (next.heartbeat_timeout_seconds < next.suspect_after_seconds) {
+    return order("HeartbeatTimeoutSeconds", next.heartbeat_timeout_seconds, "SuspectAfterSeconds",
+                 next.suspect_after_seconds);
   }
   *this = next;
   return {};

@@ -23,6 +23,7 @@ struct Config {
   int port;
   double reconcile_seconds;
   double heartbeat_seconds;
+  double suspect_after_seconds;
   double heartbeat_timeout_seconds;
   double health_check_seconds;
   int lifecycle_timeout_seconds;

@@ -1,19 +1,39 @@
 #include "controller/health_monitor.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 
 namespace endure::controller {
 
-HealthMonitor::HealthMonitor(double heartbeat_timeout, std::function<double()> clock)
-    : timeout_(heartbeat_timeout), clock_(std::move(clock)), started_(clock_()) {}
+namespace {
 
-void HealthMonitor::heartbeat(const std::string& instance_id, const json& findings) {
+// A storm of records is one fault: a node keeps at most this many.
+constexpr std::size_t kMaxLogged = 64;
+
+}  // namespace
+
+HealthMonitor::HealthMonitor(std::function<double()> clock)
+    : clock_(std::move(clock)), started_(clock_()) {}
+
+void HealthMonitor::heartbeat(const std::string& instance_id, const json& findings,
+                              const std::string& cluster_id) {
   std::lock_guard lock(mu_);
   auto& node = nodes_[instance_id];
   node.last_heartbeat = clock_();
   node.findings = findings.is_array() ? findings : json::array();
+  if (!cluster_id.empty()) node.cluster_id = cluster_id;
+}
+
+int HealthMonitor::logged(const std::string& instance_id,
+                          const std::vector<api::LoggedFinding>& findings) {
+  std::lock_guard lock(mu_);
+  auto& node = nodes_[instance_id];
+  int fresh = 0;
+  for (const auto& f : findings) {
+    if (!node.records.insert(f.record_id).second) continue;
+    ++fresh;
+    if (node.logged.size() < kMaxLogged) node.logged.push_back(f);
+  }
+  return fresh;
 }
 
 void HealthMonitor::forget(const std::string& instance_id) {
@@ -21,18 +41,16 @@ void HealthMonitor::forget(const std::string& instance_id) {
   nodes_.erase(instance_id);
 }
 
-std::optional<Verdict> HealthMonitor::assess(const std::string& instance_id, bool processes_exist,
-                                             double watched_since) {
+std::optional<Verdict> HealthMonitor::assess(const std::string& instance_id, bool processes_exist) {
   if (!processes_exist) return Verdict{"crash", "every process of the instance is gone"};
   std::lock_guard lock(mu_);
-  double now = clock_();
   auto it = nodes_.find(instance_id);
-  double last = std::max(watched_since, started_);
-  if (it != nodes_.end()) last = std::max(last, it->second.last_heartbeat);
-  if (now - last > timeout_) {
-    return Verdict{"hang", fmt::format("no heartbeat for {:.1f} s", now - last)};
+  if (it == nodes_.end()) return std::nullopt;
+  if (!it->second.logged.empty()) {
+    const auto& f = it->second.logged.front();
+    return Verdict{f.kind, f.check + ": " + f.detail};
   }
-  if (it != nodes_.end() && !it->second.findings.empty()) {
+  if (!it->second.findings.empty()) {
     const auto& f = it->second.findings.front();
     return Verdict{f.value("Kind", "unknown"),
                    f.value("Check", "") + ": " + f.value("Detail", "")};
@@ -40,11 +58,29 @@ std::optional<Verdict> HealthMonitor::assess(const std::string& instance_id, boo
   return std::nullopt;
 }
 
+double HealthMonitor::silent_for(const std::string& instance_id, double watched_since) {
+  std::lock_guard lock(mu_);
+  double last = std::max(watched_since, started_);
+  if (auto it = nodes_.find(instance_id); it != nodes_.end()) {
+    last = std::max(last, it->second.last_heartbeat);
+  }
+  return clock_() - last;
+}
+
 double HealthMonitor::heartbeat_age(const std::string& instance_id) {
   std::lock_guard lock(mu_);
   auto it = nodes_.find(instance_id);
   if (it == nodes_.end()) return -1;
   return clock_() - it->second.last_heartbeat;
+}
+
+std::vector<std::pair<std::string, std::string>> HealthMonitor::heard() {
+  std::lock_guard lock(mu_);
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [id, node] : nodes_) {
+    if (!node.cluster_id.empty()) out.emplace_back(node.cluster_id, id);
+  }
+  return out;
 }
 
 }  // namespace endure::controller

@@ -1,16 +1,21 @@
-// Turns what endured hears from agents (heartbeats and their findings) and sees of
-// instances (processes alive) into verdicts. Heartbeats are kept in memory: they are
-// liveness, not history; after a controller restart every node gets a fresh grace period.
-// The clock comes from outside, so the policy runs under a fake clock in unit tests.
+// What endured hears from agents: heartbeats, each with its check round's findings, and
+// logged findings (a kernel log record) sent the moment they were seen. Kept in memory:
+// they are liveness, not history; after a controller restart every node gets a fresh grace
+// period. Silence is measured here and judged elsewhere (decide_silence, with a second
+// opinion from the provider and Slurm). The clock comes from outside, so the monitor runs
+// under a fake clock in unit tests.
 #pragma once
 
 #include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "api/messages.h"
 #include "common/json.h"
 
 namespace endure::controller {
@@ -22,29 +27,41 @@ struct Verdict {
 
 class HealthMonitor {
  public:
-  // A node whose processes exist but that has not heartbeat for heartbeat_timeout
-  // seconds is hung.
-  HealthMonitor(double heartbeat_timeout, std::function<double()> clock);
+  explicit HealthMonitor(std::function<double()> clock);
 
   // An agent's heartbeat with its findings ([{Kind, Check, Detail}], empty when healthy).
-  void heartbeat(const std::string& instance_id, const json& findings);
-  // Forgets an instance (terminated, or booting again).
+  // cluster_id lets the health watch find the instance's provider record.
+  void heartbeat(const std::string& instance_id, const json& findings,
+                 const std::string& cluster_id = "");
+  // Logged findings; a RecordId already taken is not counted again. Returns how many
+  // were new. They stand until the instance is forgotten (a fault logged once does not
+  // heal by itself).
+  int logged(const std::string& instance_id, const std::vector<api::LoggedFinding>& findings);
+  // Forgets an instance (terminated, or booting again: a reboot restarts kmsg's sequence).
   void forget(const std::string& instance_id);
 
-  // The verdict on an instance in service: nullopt while healthy. processes_exist says
-  // whether any of its processes is left; watched_since is when it entered service.
-  std::optional<Verdict> assess(const std::string& instance_id, bool processes_exist,
-                                double watched_since);
+  // The verdict on an instance in service from what it reported, or a crash when none of
+  // its processes is left: nullopt while healthy or merely silent.
+  std::optional<Verdict> assess(const std::string& instance_id, bool processes_exist);
+
+  // Seconds without a heartbeat, counted from watched_since (when it entered service) or
+  // the monitor's start when either is later than the last heartbeat.
+  double silent_for(const std::string& instance_id, double watched_since);
 
   // Seconds since the last heartbeat, negative when none was heard.
   double heartbeat_age(const std::string& instance_id);
 
+  // (cluster id, instance id) of every instance heard from.
+  std::vector<std::pair<std::string, std::string>> heard();
+
  private:
   struct Node {
+    std::string cluster_id;
     double last_heartbeat = 0;
     json findings = json::array();
+    std::vector<api::LoggedFinding> logged;
+    std::set<std::string> records;
   };
-  double timeout_;
   std::function<double()> clock_;
   double started_;
   std::mutex mu_;

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "controller/api_server.h"
 #include "controller/config.h"
+#include "controller/health_watch.h"
 #include "controller/reconciler.h"
 #include "provider/local/local_provider.h"
 #include "store/store.h"
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
     if (!log::ok(fs::make_dirs(dir, 0700), "endured")) return 1;
   }
   provider::LocalProvider provider(config.clusters_dir(), agent_path);
-  controller::HealthMonitor health(config.heartbeat_timeout_seconds, ids::now_seconds);
+  controller::HealthMonitor health(ids::now_seconds);
   controller::RecoveryManager recovery(**store, provider, config, health);
   controller::AutoResumeManager auto_resume(**store, config, health);
   recovery.set_node_lost_hook([&](const store::ClusterRow& cluster, const std::string& node,
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
   controller::Reconciler reconciler(**store, provider, config, health, recovery, deep_checks,
                                     software_updates, auto_resume);
   auto wake = [&] { reconciler.wake(); };
+  controller::HealthWatch health_watch(provider, config, health, wake);
   controller::ClusterService clusters(**store, provider, config, health, recovery, wake);
   controller::FaultInjector faults(**store, provider);
   controller::AgentService agents(**store, health, deep_checks, wake);
@@ -138,9 +140,11 @@ int main(int argc, char** argv) {
   }
   log::info("serving {} with state in {}", config.endpoint(), config.home.string());
   reconciler.start();
+  health_watch.start();
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   log::info("stopping; instances keep running and are adopted at the next start");
   server.stop();
+  health_watch.stop();
   reconciler.stop();
   return 0;
 }

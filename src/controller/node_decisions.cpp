@@ -249,4 +249,58 @@ PendingLimits pending_limits(const Config& config) {
           static_cast<double>(config.slurm_register_timeout_seconds)};
 }
 
+// --- A silent node ---
+
+bool is_suspect(double silent_for, const SilenceLimits& limits) {
+  return silent_for >= limits.suspect_after;
+}
+
+SilenceLimits silence_limits(const Config& config) {
+  return {config.suspect_after_seconds, config.heartbeat_timeout_seconds,
+          config.heartbeat_timeout_seconds};
+}
+
+SilenceDecision decide_silence(const SilenceObservation& seen, const SilenceLimits& limits) {
+  using provider::AgentState;
+  using provider::MachineState;
+  if (!is_suspect(seen.silent_for, limits)) return {};
+  const std::string silence = fmt::format("no heartbeat for {:.1f} s", seen.silent_for);
+  const std::string probed = seen.probe.detail.empty() ? "" : " (" + seen.probe.detail + ")";
+  switch (seen.probe.machine) {
+    case MachineState::kGone:
+      return {SilenceStep::kVerdict, "crash", "every process of the instance is gone" + probed};
+    case MachineState::kStopped:
+      return {SilenceStep::kVerdict, "hang",
+              silence + "; every process of the node is stopped" + probed};
+    case MachineState::kAlive:
+    case MachineState::kUnknown:
+      break;
+  }
+  if (seen.probe.agent == AgentState::kRunnable) {
+    return {SilenceStep::kWait, "",
+            silence + "; the agent is runnable: starved of CPU, not dead" + probed};
+  }
+  bool restart_allowed =
+      seen.probe.machine == MachineState::kAlive &&
+      (seen.since_agent_restart < 0 || seen.since_agent_restart >= limits.agent_restart_gap);
+  if (seen.daemon_answers.value_or(false)) {
+    if (restart_allowed) {
+      return {SilenceStep::kRestartAgent, "",
+              silence + " while Slurm's daemon answers: the agent alone is silent" + probed};
+    }
+    return {SilenceStep::kWait, "",
+            silence + "; Slurm's daemon answers: the node is alive" + probed};
+  }
+  // Nothing answers from a node the provider cannot call dead or hung.
+  if (seen.silent_for >= limits.hang_after) {
+    return {SilenceStep::kVerdict, "hang",
+            silence + "; neither the agent nor Slurm's daemon answers" + probed};
+  }
+  if (restart_allowed) {
+    return {SilenceStep::kRestartAgent, "",
+            silence + "; Slurm's daemon does not answer either" + probed};
+  }
+  return {SilenceStep::kWait, "", silence + "; nothing answers yet" + probed};
+}
+
 }  // namespace endure::controller

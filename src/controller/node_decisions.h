@@ -13,6 +13,7 @@
 #include "controller/health_monitor.h"
 #include "controller/node_state.h"
 #include "controller/recovery_policy.h"
+#include "provider/node_probe.h"
 #include "slurm/slurm_client.h"
 #include "spec/layout.h"
 #include "store/store.h"
@@ -96,6 +97,47 @@ struct HealthDecision {
 };
 
 HealthDecision decide_health(const store::InstanceRow& row, const HealthObservation& seen);
+
+// --- A Running node whose heartbeats stopped (the silence confirmer) ---
+
+struct SilenceObservation {
+  double silent_for = 0;      // seconds without a heartbeat
+  provider::NodeProbe probe;  // the provider's look from outside (not taken while quiet)
+  // Its Slurm daemon (slurmd; slurmctld on the controller node) answered a bounded request:
+  // nullopt when it was not asked (the probe decided) or the node runs none.
+  std::optional<bool> daemon_answers;
+  double since_agent_restart = -1;  // seconds since endured restarted its agent; < 0: never
+};
+
+struct SilenceLimits {
+  double suspect_after = 1;      // a silence this long makes the node a suspect
+  double hang_after = 5;         // unconfirmed silence this long (nothing answers) is a hang
+  double agent_restart_gap = 5;  // an agent restarted is given this long to speak again
+};
+
+enum class SilenceStep {
+  kQuiet,         // not silent long enough to suspect anything: no probe taken
+  kVerdict,       // confirmed: fault and text make the verdict
+  kRestartAgent,  // the agent alone is silent on a live node: restart it, keep the node
+  kWait,          // a suspect not confirmed either way yet (text: why)
+};
+
+struct SilenceDecision {
+  SilenceStep step = SilenceStep::kQuiet;
+  std::string fault;  // kVerdict: crash or hang
+  std::string text;
+};
+
+// Whether the silence needs the provider's probe and the daemon's answer (false: quiet).
+bool is_suspect(double silent_for, const SilenceLimits& limits);
+
+// A node is judged only on a second opinion: gone (crash) or every process stopped (hang)
+// at once; a live node whose Slurm daemon answers keeps its place and gets its agent
+// restarted; a starved agent (runnable) is never judged; a live node where nothing answers
+// is a hang only after hang_after.
+SilenceDecision decide_silence(const SilenceObservation& seen, const SilenceLimits& limits);
+
+SilenceLimits silence_limits(const Config& config);
 
 // --- A recovery under way (the recovery manager's act) ---
 

@@ -92,6 +92,10 @@ std::vector<NodeTransition> build_node_transitions() {
       // Health (recovery_manager.cpp: judge, request).
       {st(S::kRunning), st(S::kRunning), "NodeRecoveryWaiting",
        "an operator's Action: reason waits for the node's jobs to finish"},
+      {st(S::kRunning), st(S::kRunning), "NodeSuspect",
+       "heartbeats stopped: confirmed neither dead nor hung yet (a CPU-starved agent)"},
+      {st(S::kRunning), st(S::kRunning), "AgentRestarted",
+       "the agent alone went silent on a live node: restarted, the node left in service"},
       {st(S::kRunning), st(S::kFailure), "NodeUnhealthy",
        "unhealthy under NodeRecovery None: marked and drained, nothing else done"},
       {st(S::kRunning), st(S::kRunning, G::kRequested), "NodeUnhealthy",

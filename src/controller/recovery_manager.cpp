@@ -14,7 +14,11 @@ namespace endure::controller {
 
 RecoveryManager::RecoveryManager(store::Store& store, provider::NodeProvider& provider,
                                  const Config& config, HealthMonitor& health)
-    : store_(store), provider_(provider), config_(config), health_(health) {}
+    : store_(store),
+      provider_(provider),
+      config_(config),
+      health_(health),
+      silence_(store, provider, config, health) {}
 
 bool RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
                                 const spec::ClusterLayout& layout, const SlurmView& slurm) {
@@ -39,9 +43,8 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
   if (auto it = slurm.nodes.find(row.node_name); it != slurm.nodes.end()) {
     seen.slurm_node = it->second;
   }
-  double watched_since = std::max(row.launch_time, row.recovery_since);
-  seen.verdict = health_.assess(row.instance_id, provider_.running(cluster.id, row.instance_id),
-                                watched_since);
+  seen.verdict = health_.assess(row.instance_id, provider_.running(cluster.id, row.instance_id));
+  if (!seen.verdict) seen.verdict = silence_.confirm(row, row.node_name == layout.controller_node);
   seen.is_controller = row.node_name == layout.controller_node;
   seen.recovery_enabled = spec.node_recovery != "None";
   HealthDecision d = decide_health(row, seen);

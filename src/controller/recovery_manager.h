@@ -1,7 +1,8 @@
-// Node recovery: each pass it judges every node in service (agent findings, heartbeats,
-// processes, manual Action: reasons in Slurm), takes unhealthy nodes out of Slurm, and
-// reboots or replaces them. Every stage is stored with its event once its effect is done,
-// so a controller killed in the middle resumes the same recovery and writes no event twice.
+// Node recovery: each pass it judges every node in service (agent findings, silence
+// confirmed by the provider and Slurm, processes, manual Action: reasons in Slurm), takes unhealthy
+// nodes out of Slurm, and reboots or replaces them. Every stage is stored with its event once its
+// effect is done, so a controller killed in the middle resumes the same recovery and writes no
+// event twice.
 #pragma once
 
 #include <functional>
@@ -11,6 +12,7 @@
 #include "controller/config.h"
 #include "controller/health_monitor.h"
 #include "controller/recovery_policy.h"
+#include "controller/silence_confirmer.h"
 #include "provider/node_provider.h"
 #include "slurm/slurm_client.h"
 #include "spec/cluster_spec.h"
@@ -62,6 +64,7 @@ class RecoveryManager {
   provider::NodeProvider& provider_;
   const Config& config_;
   HealthMonitor& health_;
+  SilenceConfirmer silence_;
   NodeLostHook node_lost_;
 };
 

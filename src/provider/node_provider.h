@@ -12,6 +12,7 @@
 #include "common/process.h"
 #include "common/result.h"
 #include "provider/fault_drill.h"
+#include "provider/node_probe.h"
 
 namespace endure::provider {
 
@@ -57,6 +58,14 @@ class NodeProvider {
 
   // True while any process of the instance exists.
   virtual bool running(const std::string& cluster_id, const std::string& instance_id) = 0;
+
+  // Looks at the instance's processes from outside, without its agent, within a bounded
+  // time: gone, every one stopped (hung), or alive; and its agent's state.
+  virtual NodeProbe probe(const std::string& cluster_id, const std::string& instance_id) = 0;
+
+  // Starts the instance's agent again (its init, or the host's service manager, does it);
+  // the node and its other processes stay as they are.
+  virtual Status restart_agent(const std::string& cluster_id, const std::string& instance_id) = 0;
 
   // Host pid of the instance's first process, 0 when it is not running.
   virtual int pid(const std::string& cluster_id, const std::string& instance_id) = 0;

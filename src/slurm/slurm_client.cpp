@@ -102,9 +102,15 @@ Result<std::vector<NodeState>> SlurmClient::nodes() const {
   return nodes;
 }
 
-bool SlurmClient::controller_up() const {
-  auto out = run_({"scontrol", "ping"}, 15s);
+bool SlurmClient::controller_up() const { return controller_answers(15s); }
+
+bool SlurmClient::controller_answers(std::chrono::milliseconds timeout) const {
+  auto out = run_({"scontrol", "ping"}, timeout);
   return out.exit_code == 0 && out.out.find("is UP") != std::string::npos;
+}
+
+bool SlurmClient::slurmd_answers(std::chrono::milliseconds timeout) const {
+  return run_({"scontrol", "show", "slurmd"}, timeout).exit_code == 0;
 }
 
 Status SlurmClient::reconfigure() const {

@@ -54,6 +54,10 @@ class SlurmClient {
 
   // slurmctld answers.
   bool controller_up() const;
+  // The slurmctld (`scontrol ping`) or the slurmd (`scontrol show slurmd`, run in that
+  // node) of the node this client runs in answers within timeout.
+  bool controller_answers(std::chrono::milliseconds timeout) const;
+  bool slurmd_answers(std::chrono::milliseconds timeout) const;
 
   // Takes a node out of service at once: DOWN (its jobs fail with NODE_FAIL, so they
   // can be requeued or resumed) and DRAIN (so that a new slurmd registering under its

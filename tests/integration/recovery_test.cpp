@@ -1,12 +1,14 @@
 // Node health and automatic recovery end to end: each fault is made for real on a node,
 // found by the same detection that finds real faults, and repaired.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <map>
 #include <mutex>
 #include <thread>
 
 #include "cluster_fixture.h"
+#include "provider/local/namespace_processes.h"
 
 namespace endure::test {
 namespace {
@@ -231,15 +233,32 @@ TEST_F(ManualRecovery, NodeRecoveryNoneOnlyMarksAndDrains) {
   EXPECT_EQ(slurm_state(e, name_, "worker-1"), "drain");
 }
 
-// Full CPU and disk load on every node for 60 s: no verdict.
-TEST_F(ClusterFixture, HealthyClusterUnderLoadGetsNoVerdict) {
+// The host pid of a node's process whose pid inside the node is in `pid_file` (a node path).
+int host_pid_in_node(Endured& e, const std::string& cluster, const std::string& node,
+                     const std::string& pid_file) {
+  auto target = e.call("GetNodeExecTarget", {{"ClusterName", cluster}, {"NodeId", node}});
+  if (!target) return 0;
+  int in_node = std::atoi(e.exec(cluster, node, "cat " + pid_file).out.c_str());
+  for (int p : provider::processes_in_namespace_of((*target)["Pid"].get<int>())) {
+    if (in_node > 0 && provider::pid_in_own_namespace(p) == in_node) return p;
+  }
+  return 0;
+}
+
+// Every node under full CPU load, its local disk under fsync load and /fsx under write load
+// for 120 s; meanwhile one node's agent alone is stopped for 3 s, and another node's slurmd
+// alone for 3 s. No node is judged, rebooted or replaced; the silent agent is restarted.
+TEST_F(ClusterFixture, LoadedClusterWithAStoppedAgentAndAStoppedSlurmdGetsNoVerdict) {
   start_cluster("it-load", 3);
   Endured& e = *e_;
+  auto before = nodes_by_name(e, name_);
+  std::map<std::string, std::string> namespaces;
+  for (const auto& [node, _] : before) namespaces[node] = node_namespace(e, name_, node);
   long long mark = last_event_id(e, name_);
   // Each load runs until its timeout ends it (status 124); the disk loop counts its rounds.
   std::string load =
-      "for i in 1 2; do timeout 60 bash -c 'while :; do :; done' & done; "
-      "timeout 60 bash -c 'while :; do dd if=/dev/zero of=/local/load bs=1M count=300 "
+      "for i in 1 2; do timeout 120 bash -c 'while :; do :; done' & done; "
+      "timeout 120 bash -c 'while :; do dd if=/dev/zero of=/local/load bs=1M count=300 "
       "conv=fsync status=none; dd if=/dev/zero of=/fsx/load-$(hostname) bs=1M count=50 "
       "conv=fsync status=none; rm -f /local/load; echo >> /tmp/disk-rounds; done' & "
       "for p in $(jobs -p); do wait $p; echo \"rc=$?\"; done; echo \"rounds=$(wc -l < "
@@ -247,14 +266,29 @@ TEST_F(ClusterFixture, HealthyClusterUnderLoadGetsNoVerdict) {
   std::map<std::string, process::Output> outputs;
   std::vector<std::thread> loads;
   std::mutex mu;
-  for (const char* node : {"worker-0", "worker-1", "worker-2"}) {
+  for (const char* node : {"controller-0", "worker-0", "worker-1", "worker-2"}) {
     loads.emplace_back([&, node] {
-      auto out = e.exec(name_, node, load);
+      // Past the CLI's usual 120 s: the load itself runs that long.
+      auto out = e.cli(
+          {"exec", "--cluster-name", name_, "--node", node, "--", "/bin/bash", "-c", load}, 180s);
       std::lock_guard lock(mu);
       outputs[node] = out;
     });
   }
+  auto stop_for_3s = [&](const std::string& node, const std::string& pid_file) {
+    int pid = host_pid_in_node(e, name_, node, pid_file);
+    EXPECT_GT(pid, 0) << node << " " << pid_file;
+    if (pid <= 0) return;
+    ::kill(pid, SIGSTOP);
+    std::this_thread::sleep_for(3s);
+    ::kill(pid, SIGCONT);  // an agent restarted meanwhile is gone: nothing to continue
+  };
+  std::this_thread::sleep_for(30s);
+  stop_for_3s("worker-1", "/opt/endure/agent.pid");
+  std::this_thread::sleep_for(25s);
+  stop_for_3s("worker-2", "/run/slurm/slurmd.pid");
   for (auto& t : loads) t.join();
+
   for (const auto& [node, out] : outputs) {
     EXPECT_EQ(out.out.substr(0, 21), "rc=124\nrc=124\nrc=124\n")
         << node << ": " << out.out << out.err;
@@ -264,9 +298,24 @@ TEST_F(ClusterFixture, HealthyClusterUnderLoadGetsNoVerdict) {
   }
   auto events = events_after(e, name_, mark);
   for (const auto& ev : events) {
-    EXPECT_NE(ev["EventType"], "NodeUnhealthy") << ev.dump();
+    for (const char* judged : {"NodeUnhealthy", "NodeRebooting", "NodeReplacing"}) {
+      EXPECT_NE(ev["EventType"], judged) << ev.dump();
+    }
   }
-  for (const auto& [name, node] : nodes_by_name(e, name_)) EXPECT_EQ(node.status, "Running") << name;
+  EXPECT_FALSE(find_event(events, "worker-1", "AgentRestarted").is_null()) << events.dump(2);
+  auto after = nodes_by_name(e, name_);
+  for (const auto& [name, node] : after) {
+    EXPECT_EQ(node.status, "Running") << name;
+    EXPECT_EQ(node.id, before[name].id) << name << " was replaced";
+    EXPECT_EQ(node_namespace(e, name_, name), namespaces[name]) << name << " was rebooted";
+  }
+  // The restarted agent speaks again.
+  EXPECT_TRUE(wait_until(
+      [&] {
+        auto d = e.call("DescribeClusterNode", {{"ClusterName", name_}, {"NodeId", "worker-1"}});
+        return d && (*d)["NodeDetails"].value("SecondsSinceHeartbeat", 99.0) < 2;
+      },
+      10s));
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ TEST(ConfigTest, AnUnknownSettingListsTheKnownOnesAndChangesNothing) {
   for (const auto& row : settings()) {
     EXPECT_NE(s.error().message.find(row.name), std::string::npos) << row.name;
   }
-  EXPECT_EQ(c.heartbeat_seconds, 1.0) << "a refused file changes nothing";
+  EXPECT_EQ(c.heartbeat_seconds, 0.5) << "a refused file changes nothing";
 }
 
 TEST(ConfigTest, ValuesOutOfRangeOrOfTheWrongTypeAreRefusedNamingTheRule) {

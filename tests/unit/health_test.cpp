@@ -564,13 +564,13 @@ TEST(HealthChecksTest, BasicAndContinuousListsFollowTheNode) {
   append(e.kmsg_path, "");
   EXPECT_EQ(names(basic_checks(e)),
             (std::vector<std::string>{"cpu", "memory", "local-disk", "fsx"}));
-  EXPECT_EQ(names(continuous_checks(e)), (std::vector<std::string>{"kernel-log", "disk", "fsx"}));
+  EXPECT_EQ(names(continuous_checks(e)), (std::vector<std::string>{"disk", "fsx"}));
   e.runs_slurmd = true;
   e.gpus = 8;
   EXPECT_EQ(names(basic_checks(e)),
             (std::vector<std::string>{"cpu", "memory", "local-disk", "fsx", "nvml"}));
   EXPECT_EQ(names(continuous_checks(e)),
-            (std::vector<std::string>{"kernel-log", "disk", "fsx", "slurmd", "nvml"}));
+            (std::vector<std::string>{"disk", "fsx", "slurmd", "nvml"}));
 }
 
 TEST(HealthChecksTest, RunAllGathersFindings) {
@@ -582,8 +582,9 @@ TEST(HealthChecksTest, RunAllGathersFindings) {
 
   auto continuous = continuous_checks(e);
   EXPECT_TRUE(run_all(continuous).empty());
-  append(e.kmsg_path, kXidLine);
-  EXPECT_EQ(kinds(run_all(continuous)), std::vector<std::string>{"xid"});
+  e.local_path = dir.str("no-such-disk");
+  EXPECT_EQ(kinds(run_all(continuous_checks(e))), std::vector<std::string>{"local-disk"});
+  e.local_path = dir.str();
 
   e.runs_slurmd = true;
   e.slurmd_pid_file = dir.str("missing.pid");

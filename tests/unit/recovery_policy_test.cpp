@@ -63,40 +63,36 @@ class FakeClock {
   }
 };
 
-TEST(HealthMonitor, SilentNodeWithProcessesIsHungOnlyAfterTheTimeout) {
+TEST(HealthMonitor, SilenceIsCountedFromTheLastHeartbeat) {
   FakeClock clock;
-  HealthMonitor monitor(5.0, clock.fn());
-  monitor.heartbeat("i-1", json::array());
+  HealthMonitor monitor(clock.fn());
+  monitor.heartbeat("i-1", json::array(), "c-1");
   clock.now += 4.9;
-  EXPECT_FALSE(monitor.assess("i-1", true, 990).has_value());
-  clock.now += 0.2;
-  auto verdict = monitor.assess("i-1", true, 990);
-  ASSERT_TRUE(verdict.has_value());
-  EXPECT_EQ(verdict->fault, "hang");
+  EXPECT_NEAR(monitor.silent_for("i-1", 990), 4.9, 1e-9);
+  EXPECT_FALSE(monitor.assess("i-1", true).has_value()) << "silence alone is no verdict";
   monitor.heartbeat("i-1", json::array());
-  EXPECT_FALSE(monitor.assess("i-1", true, 990).has_value());
+  EXPECT_NEAR(monitor.silent_for("i-1", 990), 0.0, 1e-9);
   EXPECT_NEAR(monitor.heartbeat_age("i-1"), 0.0, 1e-9);
   EXPECT_LT(monitor.heartbeat_age("i-unknown"), 0);
+  EXPECT_EQ(monitor.heard(), (std::vector<std::pair<std::string, std::string>>{{"c-1", "i-1"}}));
 }
 
 TEST(HealthMonitor, GoneProcessesAreACrashWhateverTheHeartbeats) {
   FakeClock clock;
-  HealthMonitor monitor(5.0, clock.fn());
+  HealthMonitor monitor(clock.fn());
   monitor.heartbeat("i-1", json::array());
-  auto verdict = monitor.assess("i-1", false, 990);
+  auto verdict = monitor.assess("i-1", false);
   ASSERT_TRUE(verdict.has_value());
   EXPECT_EQ(verdict->fault, "crash");
 }
 
 TEST(HealthMonitor, EveryNodeGetsAGracePeriodAfterAControllerStartOrAReboot) {
   FakeClock clock;
-  HealthMonitor monitor(5.0, clock.fn());  // started at 1000, no heartbeat heard yet
+  HealthMonitor monitor(clock.fn());  // started at 1000, no heartbeat heard yet
   clock.now = 1004;
-  EXPECT_FALSE(monitor.assess("i-1", true, 0).has_value()) << "grace from the monitor's start";
-  clock.now = 1006;
-  EXPECT_TRUE(monitor.assess("i-1", true, 0).has_value());
-  // A node back in service at 1005 is watched from then on.
-  EXPECT_FALSE(monitor.assess("i-1", true, 1005).has_value());
+  EXPECT_NEAR(monitor.silent_for("i-1", 0), 4.0, 1e-9) << "counted from the monitor's start";
+  // A node back in service at 1003 is watched from then on.
+  EXPECT_NEAR(monitor.silent_for("i-1", 1003), 1.0, 1e-9);
   monitor.heartbeat("i-1", json::array());
   monitor.forget("i-1");
   EXPECT_LT(monitor.heartbeat_age("i-1"), 0);
@@ -104,16 +100,33 @@ TEST(HealthMonitor, EveryNodeGetsAGracePeriodAfterAControllerStartOrAReboot) {
 
 TEST(HealthMonitor, AgentFindingsBecomeTheVerdict) {
   FakeClock clock;
-  HealthMonitor monitor(5.0, clock.fn());
-  monitor.heartbeat("i-1", json::array({{{"Kind", "xid"}, {"Check", "kernel-log"},
-                                         {"Detail", "Xid 79: GPU has fallen off the bus"}}}));
-  auto verdict = monitor.assess("i-1", true, 990);
+  HealthMonitor monitor(clock.fn());
+  monitor.heartbeat(
+      "i-1",
+      json::array({{{"Kind", "disk-full"}, {"Check", "disk"}, {"Detail", "/local: 1 % free"}}}));
+  auto verdict = monitor.assess("i-1", true);
+  ASSERT_TRUE(verdict.has_value());
+  EXPECT_EQ(verdict->fault, "disk-full");
+  EXPECT_NE(verdict->detail.find("disk: /local"), std::string::npos);
+  monitor.heartbeat("i-1", json::array());
+  EXPECT_FALSE(monitor.assess("i-1", true).has_value()) << "a condition that passed is gone";
+}
+
+TEST(HealthMonitor, LoggedFindingsStandAndCountOncePerRecord) {
+  FakeClock clock;
+  HealthMonitor monitor(clock.fn());
+  api::LoggedFinding xid{"kmsg:1042", "xid", "kernel-log", "Xid 79: GPU has fallen off the bus"};
+  EXPECT_EQ(monitor.logged("i-1", {xid}), 1);
+  EXPECT_EQ(monitor.logged("i-1", {xid}), 0) << "sent again: the same record";
+  auto verdict = monitor.assess("i-1", true);
   ASSERT_TRUE(verdict.has_value());
   EXPECT_EQ(verdict->fault, "xid");
-  EXPECT_NE(verdict->detail.find("kernel-log"), std::string::npos);
   EXPECT_NE(verdict->detail.find("Xid 79"), std::string::npos);
   monitor.heartbeat("i-1", json::array());
-  EXPECT_FALSE(monitor.assess("i-1", true, 990).has_value());
+  EXPECT_TRUE(monitor.assess("i-1", true).has_value()) << "a logged fault does not heal";
+  monitor.forget("i-1");  // rebooted: kmsg counts from 0 again
+  EXPECT_FALSE(monitor.assess("i-1", true).has_value());
+  EXPECT_EQ(monitor.logged("i-1", {xid}), 1);
 }
 
 }  // namespace

@@ -164,6 +164,10 @@ const std::vector<Sample>& samples() {
        R"({"DeepHealthCheck":{"Id":"hc-1","Reservation":"endure-hc-1","Address":"127.0.1.2",)"
        R"("Port":15000,"Started":1767225600.5,"Peer":"127.0.1.3"}})",
        "{}"},
+      {kAgentReportFindings, round_trip<AgentReportFindingsRequest>,
+       R"({"InstanceId":"i-1","Findings":[{"RecordId":"kmsg:1042","Kind":"xid",)"
+       R"("Check":"kernel-log","Detail":"Xid 79: gone"}]})",
+       "", round_trip<AgentReportFindingsReply>, "{}", ""},
       {kAgentReportDeepHealthCheck, round_trip<AgentReportDeepHealthCheckRequest>,
        R"({"InstanceId":"i-1","Id":"hc-1","Results":[{"Check":"cpu","Passed":true,)"
        R"("Detail":"","Metrics":{"gflops":12.5}}]})",
@@ -208,7 +212,7 @@ TEST(WireMessages, EveryActionOfWireHasSamplesAndARegistryEntry) {
   for (const auto& a : all_actions()) registry.push_back(a.action);
   for (const auto& s : samples()) sampled.push_back(s.action);
   EXPECT_EQ(registry, sampled);
-  EXPECT_EQ(registry.size(), 23u);  // every action of wire.h
+  EXPECT_EQ(registry.size(), 24u);  // every action of wire.h
 }
 
 TEST(WireMessages, EveryMessageRoundTripsWithAllOptionalFieldsAndWithNone) {

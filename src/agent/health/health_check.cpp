@@ -32,7 +32,6 @@ std::vector<std::unique_ptr<HealthCheck>> basic_checks(const NodeExpectations& e
 
 std::vector<std::unique_ptr<HealthCheck>> continuous_checks(const NodeExpectations& expect) {
   std::vector<std::unique_ptr<HealthCheck>> checks;
-  checks.push_back(std::make_unique<KernelLogCheck>(expect));
   checks.push_back(std::make_unique<DiskCheck>(expect));
   checks.push_back(std::make_unique<FsxCheck>(expect));
   if (expect.runs_slurmd) checks.push_back(std::make_unique<SlurmdCheck>(expect));

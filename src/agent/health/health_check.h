@@ -58,8 +58,9 @@ struct NodeExpectations {
 // CPUs, memory, local disk and /fsx mounted, writable and with space, GPU count.
 std::vector<std::unique_ptr<HealthCheck>> basic_checks(const NodeExpectations& expect);
 
-// Checks run every few seconds while the node is in service: kernel log, disk space,
-// /fsx probe, slurmd alive (workers), NVML counters (GPU types).
+// Checks run every few seconds while the node is in service: disk space, /fsx probe,
+// slurmd alive (workers), NVML counters (GPU types). The kernel log is not among them: the
+// agent follows it as a stream (KernelLogCheck::wait_for_records).
 std::vector<std::unique_ptr<HealthCheck>> continuous_checks(const NodeExpectations& expect);
 
 // Runs checks and gathers their findings.

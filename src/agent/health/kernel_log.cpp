@@ -2,7 +2,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -182,12 +184,44 @@ std::optional<Finding> classify_kernel_record(std::string_view record) {
   return std::nullopt;
 }
 
+std::optional<std::string> kmsg_record_id(std::string_view record) {
+  trim_leading_spaces(record);
+  std::size_t semi = record.find(';');
+  if (semi == std::string_view::npos) return std::nullopt;
+  std::string_view head = record.substr(0, semi);  // "PRI,SEQ,TSUSEC,FLAGS[,more]"
+  std::size_t first = head.find(',');
+  if (first == std::string_view::npos || !all_of(head.substr(0, first), "0123456789")) {
+    return std::nullopt;
+  }
+  std::string_view seq = head.substr(first + 1);
+  seq = seq.substr(0, seq.find(','));
+  if (seq.empty() || !all_of(seq, "0123456789")) return std::nullopt;
+  return "kmsg:" + std::string(seq);
+}
+
 KernelLogCheck::KernelLogCheck(const NodeExpectations& expect) : path_(expect.kmsg_path) {
   open_at_end();
 }
 
 KernelLogCheck::~KernelLogCheck() {
   if (fd_ >= 0) ::close(fd_);
+  if (inotify_fd_ >= 0) ::close(inotify_fd_);
+}
+
+void KernelLogCheck::wait_for_records(std::chrono::milliseconds timeout) {
+  int ms = static_cast<int>(timeout.count());
+  int fd = inotify_fd_ >= 0 ? inotify_fd_ : fd_;
+  if (fd < 0) {
+    ::poll(nullptr, 0, ms);
+    return;
+  }
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, ms) > 0 && fd == inotify_fd_) {
+    // Drained: what changed is read by run(), not from the events.
+    char events[4096];
+    while (::read(inotify_fd_, events, sizeof events) > 0) {
+    }
+  }
 }
 
 bool KernelLogCheck::open_at_end() {
@@ -199,16 +233,32 @@ bool KernelLogCheck::open_at_end() {
     return false;
   }
   // On /dev/kmsg SEEK_END skips the records already in the ring; on a file, its lines.
-  if (::lseek(fd, 0, SEEK_END) < 0) {
+  off_t end = ::lseek(fd, 0, SEEK_END);
+  if (end < 0) {
     log::warn("kernel log {}: cannot seek to its end: {}", path_, strerror(errno));
   }
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    inotify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (inotify_fd_ >= 0 && ::inotify_add_watch(inotify_fd_, path_.c_str(), IN_MODIFY) < 0) {
+      ::close(inotify_fd_);
+      inotify_fd_ = -1;  // wait_for_records then polls the file: readable at once, a busy loop
+    }
+  }
   fd_ = fd;
+  offset_ = end > 0 ? end : 0;
   partial_.clear();
   return true;
 }
 
 std::vector<Finding> KernelLogCheck::run() {
   std::vector<Finding> findings;
+  for (auto& f : read_faults()) findings.push_back(std::move(f.finding));
+  return findings;
+}
+
+std::vector<LoggedFault> KernelLogCheck::read_faults() {
+  std::vector<LoggedFault> findings;
   try {
     if (fd_ < 0 && !open_at_end()) return findings;
 
@@ -219,17 +269,19 @@ std::vector<Finding> KernelLogCheck::run() {
       if (pos > st.st_size) {
         ::lseek(fd_, 0, SEEK_SET);
         partial_.clear();
+        offset_ = 0;
       }
     }
 
     std::size_t dropped = 0;
-    auto look_at = [&](std::string_view line) {
+    auto look_at = [&](std::string_view line, long long at) {
       // Continuation lines (" SUBSYSTEM=pci") belong to the record above; its first line
       // holds the whole message.
       if (line.empty() || line.front() == ' ') return;
       if (auto f = classify_kernel_record(line)) {
         if (findings.size() < kMaxFindingsPerRun) {
-          findings.push_back(std::move(*f));
+          findings.push_back(
+              {kmsg_record_id(line).value_or("kmsg@" + std::to_string(at)), std::move(*f)});
         } else {
           ++dropped;
         }
@@ -253,11 +305,13 @@ std::vector<Finding> KernelLogCheck::run() {
 
       std::size_t start = 0;
       for (std::size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
-        look_at(std::string_view(partial_).substr(start, nl - start));
+        look_at(std::string_view(partial_).substr(start, nl - start), offset_ + start);
       }
       partial_.erase(0, start);
+      offset_ += start;
       if (partial_.size() > kMaxLine) {
-        look_at(partial_);
+        look_at(partial_, offset_);
+        offset_ += partial_.size();
         partial_.clear();
       }
     }

@@ -10,29 +10,9 @@
 
 #include "api/node_contract.h"
 #include "provider/local/local_provider.h"
+#include "provider/local/namespace_processes.h"
 
 namespace endure::provider {
-
-namespace {
-
-// Every live process whose pid namespace is that of pid.
-std::vector<int> processes_in_namespace_of(int pid) {
-  std::vector<int> out;
-  std::error_code ec;
-  auto ns = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec);
-  if (ec) return out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    std::string name = entry.path().filename().string();
-    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
-    std::error_code e2;
-    if (std::filesystem::read_symlink(entry.path() / "ns/pid", e2) == ns && !e2) {
-      out.push_back(std::stoi(name));
-    }
-  }
-  return out;
-}
-
-}  // namespace
 
 Status LocalProvider::freeze(const std::string& cluster_id, const std::string& instance_id) {
   int node_pid = pid(cluster_id, instance_id);

@@ -255,7 +255,14 @@ Result<int> LocalProvider::boot(const std::string& cluster_id, const std::string
   // "running" and "lock held" mean the same, whatever happens to this process.
   int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT, 0600);
   if (lock_fd < 0) return local_io_error("open " + lock_path.string());
-  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+  // running() takes the lock for an instant to test it (the health watch does so every
+  // 0.1 s): a few tries tell that from an instance that holds it.
+  bool locked = false;
+  for (int attempt = 0; attempt < 20 && !locked; ++attempt) {
+    locked = ::flock(lock_fd, LOCK_EX | LOCK_NB) == 0;
+    if (!locked) std::this_thread::sleep_for(5ms);
+  }
+  if (!locked) {
     ::close(lock_fd);
     return make_error("ProviderError", "instance " + instance_id + " is already running");
   }

@@ -63,6 +63,8 @@ class LocalProvider : public NodeProvider, public FaultDrill {
   Result<int> reimage(const std::string& cluster_id, const std::string& instance_id) override;
   bool running(const std::string& cluster_id, const std::string& instance_id) override;
   int pid(const std::string& cluster_id, const std::string& instance_id) override;
+  NodeProbe probe(const std::string& cluster_id, const std::string& instance_id) override;
+  Status restart_agent(const std::string& cluster_id, const std::string& instance_id) override;
   Status terminate(const std::string& cluster_id, const std::string& instance_id) override;
   Status destroy(const std::string& cluster_id, const std::string& instance_id) override;
   Status write_file(const std::string& cluster_id, const std::string& instance_id,
