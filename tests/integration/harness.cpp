@@ -12,6 +12,7 @@
 
 #include "common/fs.h"
 #include "common/ids.h"
+#include "provider/local/namespace_processes.h"
 
 namespace endure::test {
 
@@ -213,7 +214,9 @@ std::vector<int> instance_processes(const std::filesystem::path& home,
   std::string marker = "--local-boot " + (home / "clusters" / cluster_id).string() + "/";
   std::vector<int> pids;
   for_each_process([&](int pid) {
-    if (process::alive(pid) && cmdline_of(pid).find(marker) != std::string::npos) {
+    // The node's init only: the agent it runs as its child carries the same command line.
+    if (process::alive(pid) && cmdline_of(pid).find(marker) != std::string::npos &&
+        provider::pid_in_own_namespace(pid) == 1) {
       pids.push_back(pid);
     }
   });

@@ -72,7 +72,8 @@ json make_spec(const std::string& name, int workers,
 std::vector<int> processes_in_pid_namespace(const std::string& ns);
 std::string pid_namespace_of(int pid);
 
-// Live endure-agent local-boot processes of a cluster (one per running instance).
+// Live endure-agent local-boot processes of a cluster that are pid 1 of their node: one per
+// running instance.
 std::vector<int> instance_processes(const std::filesystem::path& home,
                                     const std::string& cluster_id);
 
