@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "controller/lookup.h"
 #include "controller/node_decisions.h"
+#include "controller/slurm_in_node.h"
 #include "controller/transition.h"
 #include "slurm/slurm_client.h"
 
@@ -79,9 +80,7 @@ Result<json> DeepCheckManager::start(const json& request) {
   if (!controller) return make_error(api::kConflictException, "the controller node is not running");
   std::string check_id = "hc-" + ids::random_hex(8);
   std::string reservation = "endure-" + check_id;
-  slurm::SlurmClient client([&](const std::vector<std::string>& argv, std::chrono::milliseconds t) {
-    return provider_.exec(cluster->id, controller->instance_id, argv, t);
-  });
+  slurm::SlurmClient client = slurm_in_node(provider_, cluster->id, controller->instance_id);
   if (auto s = client.create_maintenance_reservation(reservation, names); !s) return s.error();
   api::StartClusterHealthCheckReply reply{check_id, reservation, {}};
   // Every node's order and event at once: a check starts on all its nodes or on none.

@@ -47,14 +47,17 @@ void NodeLauncher::retire_instance(const store::InstanceRow& row, const std::str
     log::error("{}: {}", row.instance_id, s.error().message);
     return;  // try again next pass; the row stays live so nothing is orphaned
   }
-  (void)transition(store_, row,
-                   {{status == "Failure" ? "InstanceFailed" : "InstanceTerminated", message}},
-                   [&](store::InstanceRow& r) {
-                     r.status = status;
-                     r.message = message;
-                     r.pid = 0;
-                     r.terminated_at = ids::now_seconds();
-                   });
+  Status retired =
+      transition(store_, row,
+                 {{status == "Failure" ? "InstanceFailed" : "InstanceTerminated", message}},
+                 [&](store::InstanceRow& r) {
+                   r.status = status;
+                   r.message = message;
+                   r.pid = 0;
+                   r.terminated_at = ids::now_seconds();
+                 });
+  // Its agent is gone and endured refuses a terminated instance's token: nothing to watch.
+  if (retired) health_.forget(row.instance_id);
 }
 
 void NodeLauncher::remove_extra_instances(const store::ClusterRow& cluster,

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "controller/config.h"
+#include "controller/health_monitor.h"
 #include "provider/node_provider.h"
 #include "spec/cluster_spec.h"
 #include "spec/layout.h"
@@ -16,8 +17,9 @@ namespace endure::controller {
 
 class NodeLauncher {
  public:
-  NodeLauncher(store::Store& store, provider::NodeProvider& provider, const Config& config)
-      : store_(store), provider_(provider), config_(config) {}
+  NodeLauncher(store::Store& store, provider::NodeProvider& provider, const Config& config,
+               HealthMonitor& health)
+      : store_(store), provider_(provider), config_(config), health_(health) {}
 
   // The cluster's munge key, made once.
   Status ensure_munge_key(const std::string& cluster_id);
@@ -39,6 +41,7 @@ class NodeLauncher {
   store::Store& store_;
   provider::NodeProvider& provider_;
   const Config& config_;
+  HealthMonitor& health_;
 };
 
 }  // namespace endure::controller

@@ -7,6 +7,7 @@
 #include "controller/node_decisions.h"
 #include "controller/recovery_policy.h"
 #include "controller/slurm_conf_push.h"
+#include "controller/slurm_in_node.h"
 #include "controller/transition.h"
 #include "slurm/slurm_client.h"
 #include "spec/provisioning.h"
@@ -25,7 +26,7 @@ Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, co
       deep_checks_(deep_checks),
       software_updates_(software_updates),
       auto_resume_(auto_resume),
-      launcher_(store, provider, config) {}
+      launcher_(store, provider, config, health) {}
 
 Reconciler::~Reconciler() { stop(); }
 
@@ -105,10 +106,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
     if (r.node_name != layout.controller_node || !provider_.running(cluster.id, r.instance_id)) {
       continue;
     }
-    client.emplace([this, id = r.instance_id, cid = cluster.id](
-                       const std::vector<std::string>& argv, std::chrono::milliseconds t) {
-      return provider_.exec(cid, id, argv, t);
-    });
+    client.emplace(slurm_in_node(provider_, cluster.id, r.instance_id));
     view.client = &*client;
     if (r.status == "Running" || r.recovery_stage == "Rebooting") {
       if (auto nodes = client->nodes(); nodes) {

@@ -127,14 +127,16 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
           return;  // tried again next pass
         }
         crash_point("recovery.after_terminate");
-        (void)transition(store_, row, {{"InstanceTerminated", "replaced: " + row.recovery_reason}},
-                         [&](store::InstanceRow& x) {
-                           x.status = "Terminated";
-                           x.message = "replaced: " + row.recovery_reason;
-                           x.recovery_stage = "Done";
-                           x.pid = 0;
-                           x.terminated_at = ids::now_seconds();
-                         });
+        if (transition(store_, row, {{"InstanceTerminated", "replaced: " + row.recovery_reason}},
+                       [&](store::InstanceRow& x) {
+                         x.status = "Terminated";
+                         x.message = "replaced: " + row.recovery_reason;
+                         x.recovery_stage = "Done";
+                         x.pid = 0;
+                         x.terminated_at = ids::now_seconds();
+                       })) {
+          health_.forget(row.instance_id);  // the health watch no longer looks at it
+        }
         return;
     }
   }

@@ -3,8 +3,8 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/node_decisions.h"
+#include "controller/slurm_in_node.h"
 #include "controller/transition.h"
-#include "slurm/slurm_client.h"
 
 namespace endure::controller {
 
@@ -35,10 +35,7 @@ std::optional<Verdict> SilenceConfirmer::confirm(const store::InstanceRow& row,
   seen.probe = provider_.probe(row.cluster_id, row.instance_id);
   if (seen.probe.machine == provider::MachineState::kAlive ||
       seen.probe.machine == provider::MachineState::kUnknown) {
-    slurm::SlurmClient in_node(
-        [&](const std::vector<std::string>& argv, std::chrono::milliseconds t) {
-          return provider_.exec(row.cluster_id, row.instance_id, argv, t);
-        });
+    slurm::SlurmClient in_node = slurm_in_node(provider_, row.cluster_id, row.instance_id);
     seen.daemon_answers = is_controller_node ? in_node.controller_answers(kDaemonTimeout)
                                              : in_node.slurmd_answers(kDaemonTimeout);
   }

@@ -4,6 +4,7 @@
 
 #include "api/node_contract.h"
 #include "common/log.h"
+#include "controller/slurm_in_node.h"
 #include "controller/transition.h"
 #include "slurm/slurm_client.h"
 #include "slurm/slurm_conf.h"
@@ -38,9 +39,7 @@ void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
   // Not applied until every node has the files (tried again next pass); the controller's
   // lifecycle starts slurmctld on this conf.
   if (!written || !controller) return;
-  slurm::SlurmClient client([&](const std::vector<std::string>& argv, std::chrono::milliseconds t) {
-    return provider.exec(cluster.id, controller->instance_id, argv, t);
-  });
+  slurm::SlurmClient client = slurm_in_node(provider, cluster.id, controller->instance_id);
   // A slurmctld that is down (a restart that failed) is started on the current conf.
   auto known =
       client.controller_up()
