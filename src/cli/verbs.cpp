@@ -526,7 +526,7 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* verb = app.add_subcommand("update-cluster",
                                       "Change instance counts: of every group (--instance-groups) "
                                       "or of some (--instance-group-name "
-                                      "G --instance-count N, repeatable)");
+                                      "G --instance-count N, repeatable); or NodeRecovery alone");
   auto request = std::make_shared<RequestBuilder>(verb);
   auto wait = std::make_shared<WaitOptions>();
   struct Counts {
@@ -569,10 +569,11 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
       auto list = instance_groups_with_counts(*cluster, counts->names, counts->counts);
       if (!list) return s->report(list.error());
       body[f::kInstanceGroups] = std::move(*list);
-    } else if (!body.contains(f::kInstanceGroups)) {
+    } else if (!body.contains(f::kInstanceGroups) && !body.contains(f::kNodeRecovery)) {
       return s->report(
-          usage("missing --instance-groups, or --instance-group-name with --instance-count (or "
-                "\"InstanceGroups\" in --cli-input-json); see 'endure update-cluster --help'"));
+          usage("missing --instance-groups, or --instance-group-name with --instance-count, or "
+                "--node-recovery (or \"InstanceGroups\" or \"NodeRecovery\" in "
+                "--cli-input-json); see 'endure update-cluster --help'"));
     }
     return s->run(api::kUpdateCluster, body, {print_cluster_arn}, wait.get());
   });

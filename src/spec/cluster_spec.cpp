@@ -327,8 +327,15 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
   ClusterSpec next = current;
   auto groups_field = request.find("InstanceGroups");
   const bool groups_listed = groups_field != request.end() && groups_field->is_array();
+  // NodeRecovery alone may change: switching recovery off needs no list of the groups.
+  std::vector<ListedGroup> listed_groups;
+  if (groups_field != request.end()) {
+    listed_groups = check_groups(request, errors);
+  } else if (!request.contains("NodeRecovery")) {
+    errors.push_back({"InstanceGroups", "is required unless NodeRecovery is given"});
+  }
   std::vector<bool> seen(current.groups.size(), false);
-  for (const ListedGroup& listed : check_groups(request, errors)) {
+  for (const ListedGroup& listed : listed_groups) {
     if (!listed.name_ok) continue;
     auto found =
         std::find_if(current.groups.begin(), current.groups.end(),

@@ -418,6 +418,21 @@ TEST(SpecUpdateTest, RejectsLifecycleAndThreadsChange) {
             }));
 }
 
+TEST(SpecUpdateTest, ChangesNodeRecoveryAloneWithoutListingGroups) {
+  Result<ClusterSpec> next = apply_cluster_update(
+      current_spec(), {{"ClusterName", "ml-cluster"}, {"NodeRecovery", "Automatic"}});
+  ASSERT_TRUE(next.ok()) << next.error().message;
+  EXPECT_EQ(next->node_recovery, "Automatic");
+  EXPECT_EQ(next->find_group("worker")->instance_count,
+            current_spec().find_group("worker")->instance_count);
+  // With neither, there is nothing to change: the error names what is missing.
+  EXPECT_EQ(update_error_paths(current_spec(), {{"ClusterName", "ml-cluster"}}),
+            std::vector<std::string>{"InstanceGroups"});
+  EXPECT_EQ(update_error_paths(current_spec(),
+                               {{"ClusterName", "ml-cluster"}, {"NodeRecovery", "Sometimes"}}),
+            std::vector<std::string>{"NodeRecovery"});
+}
+
 TEST(SpecUpdateTest, RejectsMissingGroup) {
   json request = update_request();
   request["InstanceGroups"].erase(1);
