@@ -33,7 +33,16 @@ bool alive(int pid) {
   auto close_paren = content.rfind(')');
   if (close_paren == std::string::npos || close_paren + 2 >= content.size()) return false;
   char state = content[close_paren + 2];
-  return state != 'Z' && state != 'X';
+  if (state == 'Z' || state == 'X') return false;
+  // Fields 4-8 (ppid, pgrp, session, tty, tpgid), then 9: the kernel's task flags.
+  std::istringstream rest(content.substr(close_paren + 3));
+  long long skipped = 0;
+  unsigned long flags = 0;
+  for (int i = 0; i < 5; ++i) rest >> skipped;
+  constexpr unsigned long kExiting = 0x4;  // PF_EXITING
+  // An exiting pid namespace's first process waits in exit until every process of the
+  // namespace is reaped, which a parent outside it may never do: it runs nothing more.
+  return !(rest >> flags) || (flags & kExiting) == 0;
 }
 
 Output run(const std::vector<std::string>& argv, const Options& options) {
@@ -87,8 +96,10 @@ Output run(const std::vector<std::string>& argv, const Options& options) {
   ::close(err_pipe[1]);
   int in_fd = in_pipe[1], out_fd = out_pipe[0], err_fd = err_pipe[0];
   size_t in_written = 0;
-  if (options.stdin_data.empty()) close_quietly(in_fd);
-  else fcntl(in_fd, F_SETFL, O_NONBLOCK);
+  if (options.stdin_data.empty())
+    close_quietly(in_fd);
+  else
+    fcntl(in_fd, F_SETFL, O_NONBLOCK);
 
   auto deadline = std::chrono::steady_clock::now() + options.timeout;
   int status = 0;
@@ -153,8 +164,10 @@ Output run(const std::vector<std::string>& argv, const Options& options) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
-  else if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  if (WIFEXITED(status))
+    result.exit_code = WEXITSTATUS(status);
+  else if (WIFSIGNALED(status))
+    result.exit_code = 128 + WTERMSIG(status);
   return result;
 }
 

@@ -29,7 +29,7 @@ struct Options {
 // this process when stdin_data is given (a child that exits unread would raise it).
 Output run(const std::vector<std::string>& argv, const Options& options = {});
 
-// True when a process with this pid exists and is not a zombie.
+// True when a process with this pid exists, is not a zombie and is not exiting.
 bool alive(int pid);
 
 }  // namespace endure::process

@@ -1,13 +1,14 @@
 #include "harness.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "common/fs.h"
@@ -142,8 +143,8 @@ std::string Endured::wait_status(const std::string& cluster, const std::set<std:
 
 process::Output Endured::exec(const std::string& cluster, const std::string& node,
                               const std::string& shell_command) const {
-  return cli({"exec", "--cluster-name", cluster, "--node", node, "--", "/bin/bash", "-c",
-              shell_command});
+  return cli(
+      {"exec", "--cluster-name", cluster, "--node", node, "--", "/bin/bash", "-c", shell_command});
 }
 
 void Endured::delete_all_clusters() {
@@ -162,12 +163,12 @@ void Endured::delete_all_clusters() {
 
 json make_spec(const std::string& name, int workers, const std::filesystem::path& lifecycle) {
   auto group = [&](const std::string& g, int count) {
-    return json{{"InstanceGroupName", g},
-                {"InstanceType", "local.c2"},
-                {"InstanceCount", count},
-                {"LifeCycleConfig",
-                 {{"SourceS3Uri", lifecycle.string()}, {"OnCreate", "on_create.sh"}}},
-                {"ThreadsPerCore", 1}};
+    return json{
+        {"InstanceGroupName", g},
+        {"InstanceType", "local.c2"},
+        {"InstanceCount", count},
+        {"LifeCycleConfig", {{"SourceS3Uri", lifecycle.string()}, {"OnCreate", "on_create.sh"}}},
+        {"ThreadsPerCore", 1}};
   };
   return {{"ClusterName", name},
           {"InstanceGroups", json::array({group("controller", 1), group("worker", workers)})},
@@ -223,6 +224,24 @@ std::vector<int> instance_processes(const std::filesystem::path& home,
   return pids;
 }
 
+namespace {
+
+// True when the process lives in a pid namespace below ours (its NSpid lists two pids).
+bool in_a_node(int pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("NSpid:", 0) == 0) {
+      std::istringstream pids(line.substr(6));
+      int first = 0, second = 0;
+      return static_cast<bool>(pids >> first >> second);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 void reap_orphan_instances() {
   int self = getpid();
   for_each_process([&](int pid) {
@@ -231,7 +250,9 @@ void reap_orphan_instances() {
     if (close_paren == std::string::npos) return;
     char state = stat[close_paren + 2];
     int ppid = std::atoi(stat.c_str() + close_paren + 4);
-    if (state == 'Z' && ppid == self && stat.find("(endure-agent)") != std::string::npos) {
+    if (state != 'Z' || ppid != self) return;
+    // Our own children run in our pid namespace; one from inside a node is an orphan.
+    if (stat.find("(endure-agent)") != std::string::npos || in_a_node(pid)) {
       waitpid(pid, nullptr, WNOHANG);
     }
   });

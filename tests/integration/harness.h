@@ -77,8 +77,10 @@ std::string pid_namespace_of(int pid);
 std::vector<int> instance_processes(const std::filesystem::path& home,
                                     const std::string& cluster_id);
 
-// Reaps zombie endure-agent children: after a kill -9 of endured, its instances are
-// re-parented to the test process (a child subreaper), and someone must reap them.
+// Reaps zombie orphans: after a kill -9 of endured its instances are re-parented to the
+// test process (a child subreaper), and so is a command endured ran inside a node when it
+// killed the command's nsenter at a deadline. Unreaped, such a zombie keeps its node's pid
+// namespace from ending.
 void reap_orphan_instances();
 
 }  // namespace endure::test
