@@ -1,5 +1,6 @@
 // endure-agent: one per node. Runs the lifecycle script, reports it, heartbeats, follows the
-// kernel log; as pid 1 of a local instance, boots the node and runs the agent under its init.
+// kernel log and the GPUs' events; as pid 1 of a local instance, boots the node and runs the agent
+// under its init.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "agent/deep_check_runner.h"
 #include "agent/health/health_check.h"
 #include "agent/health/kernel_log.h"
+#include "agent/health/nvml_events.h"
 #include "agent/lifecycle.h"
 #include "agent/local_boot.h"
 #include "agent/node_init.h"
@@ -164,6 +166,15 @@ int run_agent(const std::string& config_path, bool restarted) {
       reporter.report_logged(std::move(logged));
     }
   });
+
+  // The GPUs' Xid and ECC events as the driver raises them (a node without GPUs: nothing).
+  agent::health::NvmlEventWatch gpu_events(
+      expect, [&](std::vector<agent::health::LoggedFault> found) {
+        if (!in_service) return;
+        std::vector<api::LoggedFinding> logged;
+        for (auto& [record, f] : found) logged.push_back({record, f.kind, f.check, f.detail});
+        reporter.report_logged(std::move(logged));
+      });
 
   // Reaps the lifecycle script (our child) and whatever else of ours ends; the node's
   // orphans go to its init.

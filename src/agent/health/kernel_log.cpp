@@ -115,28 +115,6 @@ std::optional<int> xid_number(std::string_view msg) {
   return xid;
 }
 
-// Xids that mean the GPU or its memory or links are broken, from NVIDIA's Xid catalog.
-// Application faults (13 graphics engine exception, 31 MMU fault, 43 GPU stopped
-// processing, 45 preemptive cleanup, ...) are the job's problem, not the node's.
-bool is_hardware_xid(int xid) {
-  switch (xid) {
-    case 48:   // double-bit ECC error
-    case 63:   // ECC page retirement / row remapping recorded: needs a GPU reset
-    case 64:   // ECC page retirement / row remapping failed
-    case 74:   // NVLink error
-    case 79:   // GPU has fallen off the bus
-    case 92:   // high single-bit ECC error rate
-    case 94:   // contained ECC error
-    case 95:   // uncontained ECC error
-    case 119:  // GSP RPC timeout
-    case 120:  // GSP error
-    case 140:  // unrecovered ECC error
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_uncorrected_edac(std::string_view msg) {
   if (!contains(msg, "EDAC ")) return false;
   // "EDAC MC0: 1 UE memory read error ..." is uncorrected; "... 1 CE ..." was corrected by
@@ -167,6 +145,27 @@ Finding kernel_finding(std::string kind, std::string_view msg, std::string prefi
 }
 
 }  // namespace
+
+// Application faults left out: 13 graphics engine exception, 31 MMU fault, 43 GPU stopped
+// processing, 45 preemptive cleanup.
+bool is_hardware_xid(int xid) {
+  switch (xid) {
+    case 48:   // double-bit ECC error
+    case 63:   // ECC page retirement / row remapping recorded: needs a GPU reset
+    case 64:   // ECC page retirement / row remapping failed
+    case 74:   // NVLink error
+    case 79:   // GPU has fallen off the bus
+    case 92:   // high single-bit ECC error rate
+    case 94:   // contained ECC error
+    case 95:   // uncontained ECC error
+    case 119:  // GSP RPC timeout
+    case 120:  // GSP error
+    case 140:  // unrecovered ECC error
+      return true;
+    default:
+      return false;
+  }
+}
 
 std::optional<Finding> classify_kernel_record(std::string_view record) {
   std::string_view msg = message_of(record);

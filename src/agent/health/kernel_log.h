@@ -19,6 +19,10 @@ namespace endure::agent::health {
 // or nullopt for everything else.
 std::optional<Finding> classify_kernel_record(std::string_view record);
 
+// True for the Xids that mean the GPU, its memory or its links are broken (NVIDIA's Xid
+// catalog); application faults (13, 31, 43, 45, ...) are the job's problem, not the node's.
+bool is_hardware_xid(int xid);
+
 // The record's name for LoggedFinding.RecordId: "kmsg:<sequence>" from a /dev/kmsg header;
 // nullopt for a line without one.
 std::optional<std::string> kmsg_record_id(std::string_view record);
@@ -59,8 +63,8 @@ class KernelLogCheck : public HealthCheck {
   int fd_ = -1;
   int inotify_fd_ = -1;   // a regular file's changes (poll on one always says readable)
   long long offset_ = 0;  // of the next byte read: names a record that has no sequence
-  std::string partial_;  // bytes after the last newline read
-  bool warned_ = false;  // an unopenable log is logged once, not at every run
+  std::string partial_;   // bytes after the last newline read
+  bool warned_ = false;   // an unopenable log is logged once, not at every run
 };
 
 }  // namespace endure::agent::health

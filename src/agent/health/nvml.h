@@ -24,7 +24,7 @@ class NvmlCheck : public HealthCheck {
   std::vector<Finding> run() override;
 
  private:
-  struct Session;  // the loaded library and the ECC baseline, shared with the probe thread
+  struct Session;  // the library and the ECC baseline, shared with the probe thread
   int gpus_;
   bool continuous_;
   std::chrono::milliseconds timeout_;
