@@ -15,6 +15,7 @@ packages=(
   libfuse3-dev fuse3
   libxxhash-dev
   libopenblas-dev libsentencepiece-dev sentencepiece libzstd-dev zstd
+  openssh-client openssh-server sshfs
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -24,7 +25,16 @@ if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # Packages with a daemon (sshd, munged, slurmctld) must not start it: endure's tests start
+  # their own, on loopback. policy-rc.d says so to the packages' scripts while they install.
+  guard=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    guard=/usr/sbin/policy-rc.d
+    printf '#!/bin/sh\nexit 101\n' >"$guard"
+    chmod 755 "$guard"
+  fi
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  [ -z "$guard" ] || rm -f "$guard"
 fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
