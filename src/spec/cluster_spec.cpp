@@ -46,16 +46,6 @@ std::string join_keys(const Keys& keys) {
   return out;
 }
 
-void check_known_keys(const json& obj, const std::string& prefix, const Keys& known,
-                      Errors& errors) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
-      errors.push_back(
-          {join_path(prefix, it.key()), "is not a known field; known: " + join_keys(known)});
-    }
-  }
-}
-
 // Records a type error unless obj[key] is absent or has the wanted type.
 void check_ignored(const json& obj, std::string_view key, const std::string& prefix,
                    bool want_array, Errors& errors) {
@@ -386,6 +376,16 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
 }
 
 }  // namespace
+
+void check_known_keys(const json& obj, const std::string& prefix, const Keys& known,
+                      Errors& errors) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    if (std::find(known.begin(), known.end(), it.key()) == known.end()) {
+      errors.push_back(
+          {join_path(prefix, it.key()), "is not a known field; known: " + join_keys(known)});
+    }
+  }
+}
 
 std::string describe(const std::vector<FieldError>& errors) {
   std::string out;

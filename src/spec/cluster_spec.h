@@ -8,6 +8,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/json.h"
@@ -57,9 +58,10 @@ std::vector<FieldError> validate_cluster_spec(const json& request);
 // message is describe(validate_cluster_spec(request)).
 Result<ClusterSpec> parse_cluster_spec(const json& request);
 
-// An UpdateCluster request ({ClusterName, InstanceGroups[], NodeRecovery?}) applied to the
-// current spec. Every group of the current spec must be listed and only InstanceCount
-// (and NodeRecovery) may change; the result is validated like a new spec.
+// An UpdateCluster request ({ClusterName, InstanceGroups[]?, NodeRecovery?}) applied to the
+// current spec. InstanceGroups, required unless NodeRecovery comes alone, lists every group
+// of the current spec, and only InstanceCount (and NodeRecovery) may change; the result is
+// validated like a new spec.
 Result<ClusterSpec> apply_cluster_update(const ClusterSpec& current, const json& request);
 
 // The errors apply_cluster_update would report, as a list. Empty when the update applies.
@@ -71,5 +73,10 @@ std::vector<FieldError> validate_cluster_update(const ClusterSpec& current, cons
 std::optional<std::string> read_string_field(const json& obj, const std::string& key,
                                              const std::string& path,
                                              std::vector<FieldError>& errors, bool required);
+
+// Records "is not a known field; known: A, B" at prefix.key for every key of obj that is
+// not in known. Shared for the same reason.
+void check_known_keys(const json& obj, const std::string& prefix,
+                      const std::vector<std::string_view>& known, std::vector<FieldError>& errors);
 
 }  // namespace endure::spec

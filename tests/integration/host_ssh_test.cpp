@@ -9,6 +9,7 @@
 
 #include "integration/harness.h"
 #include "integration/test_hosts.h"
+#include "provider/host/host_pool.h"
 #include "provider/host/ssh_client.h"
 
 namespace endure::test {
@@ -66,7 +67,10 @@ TEST(TestHosts, APulledPlugEndsEveryProcessAndPowerOnBringsTheHostBackWithItsDis
   ASSERT_FALSE(down.ok());
   EXPECT_EQ(down.error().code, "HostUnreachable") << down.error().message;
 
-  ASSERT_EQ(hosts.power(0, "on").exit_code, 0);
+  // Powered on again as endured will: the pool's power command, filled in.
+  provider::PoolHost registered{target_of(hosts, 0), hosts.power_command()};
+  auto on = process::run({"sh", "-c", provider::power_command_for(registered, "on")});
+  ASSERT_EQ(on.exit_code, 0) << on.err;
   auto back = hosts.ssh(0,
                         "cat /local/file; ls /run/file 2>/dev/null || echo no-run-file; "
                         "pgrep -c sleep || true");

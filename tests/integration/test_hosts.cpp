@@ -57,7 +57,9 @@ TestHosts::~TestHosts() {
   for (std::size_t i = 0; i < hosts_.size(); ++i) (void)power(i, "off");
 }
 
-std::string TestHosts::power_command() const { return host_tool() + " {action} {dir}"; }
+std::string TestHosts::power_command() const {
+  return host_tool() + " {action} " + dir_.str() + "/{host}";
+}
 
 process::Output TestHosts::power(std::size_t i, const std::string& verb) const {
   process::Options o;
