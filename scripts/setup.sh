@@ -15,7 +15,7 @@ packages=(
   libfuse3-dev fuse3
   libxxhash-dev
   libopenblas-dev libsentencepiece-dev sentencepiece libzstd-dev zstd
-  openssh-client openssh-server sshfs
+  openssh-client openssh-server sshfs openssl
 )
 missing=()
 for p in "${packages[@]}"; do

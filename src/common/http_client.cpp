@@ -2,20 +2,36 @@
 
 #include <httplib.h>
 
+#include <memory>
+
 #include "api/wire.h"
 
 namespace endure {
 
-Result<Endpoint> parse_endpoint(const std::string& text) {
+std::string Endpoint::url() const {
+  return (tls ? "https://" : "http://") + host + ":" + std::to_string(port);
+}
+
+Result<Endpoint> parse_endpoint(const std::string& text, const std::string& ca_file) {
   std::string rest = text;
+  Endpoint ep;
   if (rest.rfind("http://", 0) == 0) rest = rest.substr(7);
+  if (rest.rfind("https://", 0) == 0) {
+    rest = rest.substr(8);
+    ep.tls = true;
+    ep.ca_file = ca_file;
+  }
   while (!rest.empty() && (rest.back() == '/' || rest.back() == '\n')) rest.pop_back();
   auto colon = rest.rfind(':');
   if (colon == std::string::npos || colon == 0) {
     return make_error(api::kValidationException,
-                      "endpoint '" + text + "': must be http://HOST:PORT");
+                      "endpoint '" + text + "': must be http://HOST:PORT or https://HOST:PORT");
   }
-  Endpoint ep;
+  if (ep.tls && ep.ca_file.empty()) {
+    return make_error(
+        api::kValidationException,
+        "endpoint '" + text + "': https needs the CA file its certificate comes from");
+  }
   ep.host = rest.substr(0, colon);
   try {
     ep.port = std::stoi(rest.substr(colon + 1));
@@ -33,16 +49,23 @@ HttpClient::HttpClient(Endpoint endpoint, std::string token, double timeout_seco
     : endpoint_(std::move(endpoint)), token_(std::move(token)), timeout_seconds_(timeout_seconds) {}
 
 Result<json> HttpClient::post(const std::string& path, const json& body) const {
-  httplib::Client client(endpoint_.host, endpoint_.port);
+  std::unique_ptr<httplib::Client> client;
+  if (endpoint_.tls) {
+    client = std::make_unique<httplib::Client>(endpoint_.url());
+    // Only endured's CA, and the name or address must be the certificate's.
+    client->set_ca_cert_path(endpoint_.ca_file.c_str());
+    client->enable_server_certificate_verification(true);
+  } else {
+    client = std::make_unique<httplib::Client>(endpoint_.host, endpoint_.port);
+  }
   auto secs = static_cast<time_t>(timeout_seconds_);
-  client.set_connection_timeout(5, 0);
-  client.set_read_timeout(secs, 0);
-  client.set_write_timeout(secs, 0);
+  client->set_connection_timeout(5, 0);
+  client->set_read_timeout(secs, 0);
+  client->set_write_timeout(secs, 0);
   httplib::Headers headers{{"Authorization", "Bearer " + token_}};
-  auto reply = client.Post(path.c_str(), headers, body.dump(), "application/json");
+  auto reply = client->Post(path.c_str(), headers, body.dump(), "application/json");
   if (!reply) {
-    return make_error("ConnectionFailure", "cannot reach endured at http://" + endpoint_.host +
-                                               ":" + std::to_string(endpoint_.port) + ": " +
+    return make_error("ConnectionFailure", "cannot reach endured at " + endpoint_.url() + ": " +
                                                httplib::to_string(reply.error()));
   }
   json parsed = json::parse(reply->body, nullptr, false);

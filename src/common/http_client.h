@@ -11,10 +11,15 @@ namespace endure {
 struct Endpoint {
   std::string host = "127.0.0.1";
   int port = 0;
+  bool tls = false;     // https: the server must prove itself with a certificate of ca_file
+  std::string ca_file;  // the one CA trusted for it (endured's own), never the system's
+  std::string url() const;
+  static Endpoint loopback(int port) { return {"127.0.0.1", port, false, ""}; }
 };
 
-// Parses "http://127.0.0.1:7117" (scheme optional).
-Result<Endpoint> parse_endpoint(const std::string& text);
+// Parses "http://127.0.0.1:7117" (scheme optional) or "https://HOST:PORT" (then ca_file,
+// when given, is the CA its certificate must come from).
+Result<Endpoint> parse_endpoint(const std::string& text, const std::string& ca_file = "");
 
 class HttpClient {
  public:

@@ -39,11 +39,16 @@ ApiServer::ApiServer(ApiRouter& router, std::string operator_token)
 
 ApiServer::~ApiServer() { stop(); }
 
-Status ApiServer::start(int port) {
-  server_->Post(R"(/v1/([A-Za-z]+))", [this](const httplib::Request& req, httplib::Response& res) {
+void ApiServer::serve(httplib::Server& server, bool agents_only) {
+  server.Post(R"(/v1/([A-Za-z]+))", [this, agents_only](const httplib::Request& req,
+                                                        httplib::Response& res) {
     std::string action = req.matches[1];
     bool agent_call = action.rfind("Agent", 0) == 0;
     bool auto_resume_call = action.rfind("AutoResume", 0) == 0;
+    if (agents_only && !agent_call && !auto_resume_call) {
+      return reply_error(res, make_error(api::kUnauthorized,
+                                         action + ": the operator API is served on loopback only"));
+    }
     std::string token = bearer(req);
     // Authentication comes before parsing: a caller without a token learns nothing.
     bool operator_ok = ids::same_secret(token, token_);
@@ -66,13 +71,17 @@ Status ApiServer::start(int port) {
     }
     reply(res, 200, *result);
   });
-  server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+  server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {
       reply(
           res, res.status,
           {{"__type", "HTTP" + std::to_string(res.status)}, {"message", "use POST /v1/<Action>"}});
     }
   });
+}
+
+Status ApiServer::start(int port) {
+  serve(*server_, /*agents_only=*/false);
   if (!server_->bind_to_port("127.0.0.1", port)) {
     return make_error("BindError", "cannot listen on 127.0.0.1:" + std::to_string(port) +
                                        " (in use? set Port in config.json or --port)");
@@ -81,9 +90,27 @@ Status ApiServer::start(int port) {
   return {};
 }
 
+Status ApiServer::start_tls(int port, const std::string& cert_file, const std::string& key_file) {
+  auto server = std::make_unique<httplib::SSLServer>(cert_file.c_str(), key_file.c_str());
+  if (!server->is_valid()) {
+    return make_error("TlsError", "cannot serve TLS with " + cert_file + " and " + key_file);
+  }
+  serve(*server, /*agents_only=*/true);
+  // Every address: agents on other machines reach it, and TLS protects it.
+  if (!server->bind_to_port("0.0.0.0", port)) {
+    return make_error("BindError", "cannot listen on 0.0.0.0:" + std::to_string(port) +
+                                       " for agents over TLS (in use? set AgentTlsPort)");
+  }
+  tls_server_ = std::move(server);
+  tls_thread_ = std::thread([this] { tls_server_->listen_after_bind(); });
+  return {};
+}
+
 void ApiServer::stop() {
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
+  if (tls_server_) tls_server_->stop();
+  if (tls_thread_.joinable()) tls_thread_.join();
 }
 
 }  // namespace endure::controller

@@ -11,6 +11,9 @@ const std::vector<Setting>& settings() {
   static const std::vector<Setting> table = {
       {"Port", &C::port, api::kDefaultPort, 1, 65535,
        "HTTP port on 127.0.0.1 (two controllers on one host need two homes and two ports)"},
+      {"AgentTlsPort", &C::agent_tls_port, 0, 0, 65535,
+       "0: off. Otherwise agents and auto-resume on other machines reach endured at this port "
+       "on every address, over TLS only (its CA in ENDURE_HOME/tls, made at first start)"},
       {"ReconcileSeconds", &C::reconcile_seconds, 1, 0, 60,
        "how often the reconcile loop runs when nothing wakes it"},
       {"HeartbeatSeconds", &C::heartbeat_seconds, 0.5, 0, 60, "agents heartbeat this often"},
@@ -73,7 +76,8 @@ Status set(Config& c, const Setting& s, const json& value) {
 }  // namespace
 
 Status Config::apply_json(const json& j) {
-  if (!j.is_object()) return make_error(api::kValidationException, "config.json: must be an object");
+  if (!j.is_object())
+    return make_error(api::kValidationException, "config.json: must be an object");
   Config next = *this;  // applied whole or not at all
   for (const auto& [key, value] : j.items()) {
     const Setting* found = nullptr;

@@ -16,11 +16,12 @@ namespace endure::controller {
 struct Config {
   Config();  // every setting at its default
 
-  std::filesystem::path home;  // ENDURE_HOME: state, token, endpoint, cluster files
+  std::filesystem::path home;     // ENDURE_HOME: state, token, endpoint, cluster files
   std::filesystem::path bin_dir;  // folder of the endure-agent binary (default: beside endured)
 
   // The settings, in the table's order (see the table for what each means).
   int port;
+  int agent_tls_port;
   double reconcile_seconds;
   double heartbeat_seconds;
   double suspect_after_seconds;
@@ -38,6 +39,7 @@ struct Config {
   std::filesystem::path endpoint_path() const { return home / "endpoint"; }
   std::filesystem::path clusters_dir() const { return home / "clusters"; }
   std::filesystem::path secrets_dir() const { return home / "secrets"; }
+  std::filesystem::path tls_dir() const { return home / "tls"; }
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port); }
 
   // Applies the settings config.json names. An unknown name, a wrong type or a value out of

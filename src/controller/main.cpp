@@ -13,6 +13,7 @@
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/tls.h"
 #include "controller/api_server.h"
 #include "controller/config.h"
 #include "controller/health_watch.h"
@@ -121,8 +122,7 @@ int main(int argc, char** argv) {
   controller::FaultInjector faults(**store, provider);
   controller::AgentService agents(**store, health, deep_checks, wake);
   controller::ApiRouter router({**store, clusters, deep_checks, software_updates, faults, agents,
-                                auto_resume, wake,
-                                [&] { return reconciler.passes(); }});
+                                auto_resume, wake, [&] { return reconciler.passes(); }});
   controller::ApiServer server(router, *token);
 
   signal(SIGPIPE, SIG_IGN);
@@ -131,6 +131,19 @@ int main(int argc, char** argv) {
   if (auto s = server.start(config.port); !s) {
     log::error("{}", s.error().message);
     return 1;
+  }
+  if (config.agent_tls_port > 0) {
+    auto files = tls::ensure_files(config.tls_dir(), tls::machine_names());
+    Status serving = files ? server.start_tls(config.agent_tls_port, files->server_cert.string(),
+                                              files->server_key.string())
+                           : Status(files.error());
+    if (!serving) {
+      log::error("{}", serving.error().message);
+      server.stop();
+      return 1;
+    }
+    log::info("serving agents over TLS on port {} (CA {})", config.agent_tls_port,
+              files->ca_cert.string());
   }
   // Written after the port is bound, so a reader that finds it can connect.
   if (!log::ok(fs::atomic_write_file(config.endpoint_path(), config.endpoint() + "\n", 0644),

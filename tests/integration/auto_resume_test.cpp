@@ -219,7 +219,7 @@ TEST_F(AutoResume, TheOptionBelongsToSrun) {
   auto plain = e.exec(name_, "controller-0", "srun --auto-resume=0 hostname");
   EXPECT_EQ(plain.out, "worker-0\n") << plain.err;
   // Only the cluster's token (or the operator's) may ask.
-  HttpClient stranger(Endpoint{"127.0.0.1", e.port()}, "not-the-token");
+  HttpClient stranger(Endpoint::loopback(e.port()), "not-the-token");
   auto denied = stranger.post("/v1/AutoResumeStatus", {{"ClusterName", name_}, {"JobId", 1}});
   ASSERT_FALSE(denied.ok());
   EXPECT_EQ(denied.error().code, "Unauthorized");

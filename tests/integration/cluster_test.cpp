@@ -368,7 +368,7 @@ TEST(ControllerApi, RequestsWithoutAValidTokenGet401AndChangeNothing) {
   auto token_mode = std::filesystem::status(e.home() / "token").permissions();
   EXPECT_EQ(token_mode, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
   for (std::string token : {"", "not-the-token"}) {
-    HttpClient bad(Endpoint{"127.0.0.1", e.port()}, token);
+    HttpClient bad(Endpoint::loopback(e.port()), token);
     auto r = bad.post("/v1/CreateCluster", make_spec("it-auth", 1));
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, "Unauthorized");

@@ -107,7 +107,7 @@ void Endured::stop() {
 HttpClient Endured::client() const {
   std::string token = read_text(home_ / "token");
   while (!token.empty() && token.back() == '\n') token.pop_back();
-  return HttpClient(Endpoint{"127.0.0.1", port_}, token, 30);
+  return HttpClient(Endpoint::loopback(port_), token, 30);
 }
 
 Result<json> Endured::call(const std::string& action, const json& body) const {
