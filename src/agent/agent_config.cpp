@@ -4,6 +4,7 @@ namespace endure::agent {
 
 json AgentConfig::to_json() const {
   return {{"Endpoint", endpoint},
+          {"CaFile", ca_file},
           {"InstanceId", instance_id},
           {"Token", token},
           {"NodeName", node_name},
@@ -24,6 +25,7 @@ Result<AgentConfig> AgentConfig::from_json(const json& j) {
   AgentConfig c;
   try {
     c.endpoint = j.at("Endpoint").get<std::string>();
+    c.ca_file = j.value("CaFile", "");
     c.instance_id = j.at("InstanceId").get<std::string>();
     c.token = j.at("Token").get<std::string>();
     c.node_name = j.at("NodeName").get<std::string>();

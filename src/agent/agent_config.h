@@ -10,7 +10,8 @@
 namespace endure::agent {
 
 struct AgentConfig {
-  std::string endpoint;  // http://127.0.0.1:PORT of endured
+  std::string endpoint;  // http://127.0.0.1:PORT of endured, or https://HOST:PORT
+  std::string ca_file;   // with https: the CA endured's certificate must come from
   std::string instance_id;
   std::string token;  // the node's join credential
   std::string node_name;

@@ -76,7 +76,7 @@ int run_agent(const std::string& config_path, bool restarted) {
     log::error("{}", config.error().message);
     return 1;
   }
-  auto endpoint = parse_endpoint(config->endpoint);
+  auto endpoint = parse_endpoint(config->endpoint, config->ca_file);
   if (!endpoint) {
     log::error("{}", endpoint.error().message);
     return 1;

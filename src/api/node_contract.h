@@ -26,6 +26,8 @@ inline constexpr const char* kProvisioningPath = "/opt/endure/config/provisionin
 // Where srun's auto-resume supervisor finds endured: {Endpoint, ClusterName, Token,
 // MaxResumes}. Its token allows only the AutoResume* calls.
 inline constexpr const char* kAutoResumeConfigPath = "/opt/endure/config/auto_resume.json";
+// endured's CA, pinned by the node's https calls to endured (hosts reach it over TLS).
+inline constexpr const char* kEndureCaPath = "/opt/endure/config/endure-ca.pem";
 // Slurm's files, rendered by endured from the spec (slurm/slurm_conf.h).
 inline constexpr const char* kSlurmConfPath = "/etc/slurm/slurm.conf";
 inline constexpr const char* kPlugstackConfPath = "/etc/slurm/plugstack.conf";

@@ -103,6 +103,7 @@ Result<SupervisorConfig> SupervisorConfig::from_json(const json& j) {
                       "auto_resume.json: needs Endpoint, ClusterName and Token strings");
   }
   c.endpoint = j["Endpoint"];
+  c.ca_file = j.value("CaFile", "");
   c.cluster_name = j["ClusterName"];
   c.token = j["Token"];
   c.max_resumes = j.value("MaxResumes", 3);
@@ -117,7 +118,7 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT}) {
     ::sigaction(sig, &sa, nullptr);
   }
-  auto endpoint = parse_endpoint(config.endpoint);
+  auto endpoint = parse_endpoint(config.endpoint, config.ca_file);
   if (!endpoint) {
     say("endpoint " + config.endpoint + ": " + endpoint.error().message +
         "; running without auto-resume");

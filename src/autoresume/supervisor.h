@@ -21,6 +21,7 @@ inline constexpr const char* kReasonEnv = "ENDURE_AUTO_RESUME_REASON";
 // What the node tells the supervisor (node::kAutoResumeConfigPath).
 struct SupervisorConfig {
   std::string endpoint;
+  std::string ca_file;  // with an https endpoint: endured's CA
   std::string cluster_name;
   std::string token;
   int max_resumes = 3;
