@@ -54,7 +54,8 @@ std::string describe(const std::vector<agent::health::Finding>& findings) {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: endure-agent [--config PATH]\n"
+               "usage: endure-agent [--config PATH] [--restarted]   (--restarted: again in the "
+               "same boot)\n"
                "       endure-agent --local-boot BOOT_JSON   (pid 1 of a local instance)\n");
   return 2;
 }
@@ -213,17 +214,20 @@ int run_agent(const std::string& config_path, bool restarted) {
 int main(int argc, char** argv) {
   std::string config_path = node::kAgentConfigPath;
   std::string boot_path;
+  bool restarted = false;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--local-boot" && i + 1 < argc)
       boot_path = argv[++i];
     else if (arg == "--config" && i + 1 < argc)
       config_path = argv[++i];
+    else if (arg == "--restarted")
+      restarted = true;
     else
       return usage();
   }
   spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [agent] %v");
-  if (boot_path.empty()) return run_agent(config_path, false);
+  if (boot_path.empty()) return run_agent(config_path, restarted);
   if (auto s = agent::local_boot(boot_path); !s) {
     log::error("local boot failed: {}", s.error().message);
     return 1;

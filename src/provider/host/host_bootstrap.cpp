@@ -1,0 +1,166 @@
+#include "provider/host/host_bootstrap.h"
+
+#include <fmt/format.h>
+#include <openssl/evp.h>
+
+#include <map>
+#include <sstream>
+
+#include "api/node_contract.h"
+#include "common/fs.h"
+
+namespace endure::provider {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+const char* const kPrograms[] = {"endure-agent", "endure-auto-resume", "endure-fsx"};
+const char* const kLibraries[] = {"auto_resume.so"};
+constexpr const char* kServiceScript = "/opt/endure/bin/endure-agent-service";
+constexpr const char* kServicePid = "/run/endure-agent-service.pid";
+constexpr const char* kAgentLog = "/var/log/endure-agent.log";
+constexpr const char* kRcLocal = "/etc/rc.local";
+constexpr const char* kUnitPath = "/etc/systemd/system/endure-agent.service";
+constexpr const char* kBlockBegin = "# endure: begin (written by endured; do not edit)";
+constexpr const char* kBlockEnd = "# endure: end";
+
+std::string sha256_hex(const std::string& data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(data.data(), data.size(), digest, &n, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < n; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+Error host_error(const SshClient& ssh, const std::string& what, const process::Output& out) {
+  std::string err = out.err.empty() ? out.out : out.err;
+  while (!err.empty() && err.back() == '\n') err.pop_back();
+  return make_error(out.exit_code == 255 || out.timed_out ? "HostUnreachable" : "BootstrapFailed",
+                    fmt::format("host {}: {}: {}", ssh.target().name, what, err));
+}
+
+// Path → sha256 of the files already on the host (absent ones are left out).
+std::map<std::string, std::string> hashes_on_host(SshClient& ssh,
+                                                  const std::vector<std::string>& paths) {
+  std::string cmd = "sha256sum";
+  for (const auto& p : paths) cmd += " '" + p + "'";
+  cmd += " 2>/dev/null || true";
+  std::map<std::string, std::string> out;
+  std::istringstream lines(ssh.run(cmd, 60s).out);
+  std::string hash, path;
+  while (lines >> hash >> path) out[path] = hash;
+  return out;
+}
+
+Status copy_software(SshClient& ssh, const NodeSoftware& software) {
+  std::vector<std::pair<std::filesystem::path, std::string>> wanted;  // local, on the host
+  for (const char* p : kPrograms) {
+    wanted.push_back({software.bin_dir / p, std::string(node::kBinDir) + "/" + p});
+  }
+  for (const char* l : kLibraries) {
+    wanted.push_back({software.lib_dir / l, std::string(node::kLibDir) + "/" + l});
+  }
+  std::vector<std::string> remote;
+  for (const auto& w : wanted) remote.push_back(w.second);
+  auto present = hashes_on_host(ssh, remote);
+  for (const auto& [local, there] : wanted) {
+    auto bytes = fs::read_file(local);
+    if (!bytes) return bytes.error();
+    if (present[there] == sha256_hex(*bytes)) continue;  // already there: not sent again
+    if (auto s = ssh.write_file(there, *bytes, 0755); !s) return s;
+  }
+  return {};
+}
+
+Status copy_lifecycle(SshClient& ssh, const std::filesystem::path& source) {
+  if (source.empty()) return {};
+  process::Options o;
+  o.timeout = 60s;
+  auto archive = process::run({"tar", "-C", source.string(), "-cf", "-", "."}, o);
+  if (archive.exit_code != 0) {
+    return make_error("BootstrapFailed", "tar " + source.string() + ": " + archive.err);
+  }
+  std::string dir = node::kLifecycleDir;
+  auto out = ssh.run(fmt::format("rm -rf '{0}.new' && mkdir -p '{0}.new' && tar -C '{0}.new' "
+                                 "-xf - && rm -rf '{0}' && mv '{0}.new' '{0}'",
+                                 dir),
+                     120s, archive.out);
+  if (out.exit_code != 0) return host_error(ssh, "copy the lifecycle scripts", out);
+  return {};
+}
+
+// The boot service: a systemd unit where systemd is the host's init, else a block in
+// /etc/rc.local that starts the supervisor script.
+Status install_service(SshClient& ssh) {
+  if (auto s = ssh.write_file(kServiceScript, agent_service_script(), 0755); !s) return s;
+  std::string unit = fmt::format(
+      "[Unit]\nDescription=endure node agent\nAfter=network-online.target\n\n"
+      "[Service]\nExecStart={}/endure-agent --config {}\nRestart=always\nRestartSec=1\n\n"
+      "[Install]\nWantedBy=multi-user.target\n",
+      node::kBinDir, node::kAgentConfigPath);
+  std::string script = fmt::format(
+      "set -e\n"
+      "if [ -d /run/systemd/system ]; then\n"
+      "  cat > {unit_path}.new && mv {unit_path}.new {unit_path}\n"
+      "  systemctl daemon-reload && systemctl enable --now endure-agent.service\n"
+      "  exit 0\n"
+      "fi\n"
+      "cat >/dev/null\n"
+      "[ -f {rc} ] || printf '#!/bin/sh\\n' > {rc}\n"
+      "sed -i '/^{begin}$/,/^{end}$/d; /^exit 0$/d' {rc}\n"
+      "printf '%s\\n%s\\n%s\\n' '{begin}' '{service} start' '{end}' >> {rc}\n"
+      "chmod 755 {rc}\n"
+      "{service} start\n",
+      fmt::arg("unit_path", kUnitPath), fmt::arg("rc", kRcLocal), fmt::arg("begin", kBlockBegin),
+      fmt::arg("end", kBlockEnd), fmt::arg("service", kServiceScript));
+  auto out = ssh.run(script, 60s, unit);
+  if (out.exit_code != 0) return host_error(ssh, "install the agent's boot service", out);
+  return {};
+}
+
+}  // namespace
+
+std::string agent_service_script() {
+  return fmt::format(
+      "#!/bin/sh\n"
+      "# endure's agent on a host without systemd: started at boot from /etc/rc.local, and\n"
+      "# started again (with --restarted: the same boot) whenever it exits.\n"
+      "pidfile={pid}\n"
+      "case \"$1\" in\n"
+      "start)\n"
+      "  if [ -f \"$pidfile\" ] && kill -0 \"$(cat \"$pidfile\")\" 2>/dev/null; then exit 0; fi\n"
+      "  setsid \"$0\" run </dev/null >>{log} 2>&1 &\n"
+      "  echo $! > \"$pidfile\"\n"
+      "  ;;\n"
+      "run)\n"
+      "  flag=\n"
+      "  while :; do\n"
+      "    {bin}/endure-agent --config {config} $flag\n"
+      "    flag=--restarted\n"
+      "    sleep 1\n"
+      "  done\n"
+      "  ;;\n"
+      "*) echo \"usage: $0 start\" >&2; exit 2 ;;\n"
+      "esac\n",
+      fmt::arg("pid", kServicePid), fmt::arg("log", kAgentLog), fmt::arg("bin", node::kBinDir),
+      fmt::arg("config", node::kAgentConfigPath));
+}
+
+Status bootstrap_host(SshClient& ssh, const NodeSoftware& software, const LaunchRequest& request,
+                      const std::string& endure_ca_pem) {
+  if (auto s = ssh.connect(); !s) return s;
+  if (auto s = copy_software(ssh, software); !s) return s;
+  for (const auto& [path, content] : request.files) {
+    if (auto s = ssh.write_file(path, content, 0644); !s) return s;
+  }
+  for (const auto& [path, content] : request.secret_files) {
+    if (auto s = ssh.write_file(path, content, 0400); !s) return s;
+  }
+  if (auto s = ssh.write_file(node::kEndureCaPath, endure_ca_pem, 0644); !s) return s;
+  if (auto s = copy_lifecycle(ssh, request.lifecycle_source); !s) return s;
+  return install_service(ssh);
+}
+
+}  // namespace endure::provider
