@@ -97,9 +97,10 @@ Status install_service(SshClient& ssh) {
   if (auto s = ssh.write_file(kServiceScript, agent_service_script(), 0755); !s) return s;
   std::string unit = fmt::format(
       "[Unit]\nDescription=endure node agent\nAfter=network-online.target\n\n"
-      "[Service]\nExecStart={}/endure-agent --config {}\nRestart=always\nRestartSec=1\n\n"
+      "[Service]\nExecStart={0}/endure-agent --config {1}\n"
+      "ExecStartPost=/bin/sh -c 'echo $MAINPID > {2}'\nRestart=always\nRestartSec=1\n\n"
       "[Install]\nWantedBy=multi-user.target\n",
-      node::kBinDir, node::kAgentConfigPath);
+      node::kBinDir, node::kAgentConfigPath, node::kAgentPidFile);
   std::string script = fmt::format(
       "set -e\n"
       "if [ -d /run/systemd/system ]; then\n"
@@ -137,7 +138,9 @@ std::string agent_service_script() {
       "run)\n"
       "  flag=\n"
       "  while :; do\n"
-      "    {bin}/endure-agent --config {config} $flag\n"
+      "    {bin}/endure-agent --config {config} $flag &\n"
+      "    echo $! > {agent_pid}\n"
+      "    wait $!\n"
       "    flag=--restarted\n"
       "    sleep 1\n"
       "  done\n"
@@ -145,7 +148,7 @@ std::string agent_service_script() {
       "*) echo \"usage: $0 start\" >&2; exit 2 ;;\n"
       "esac\n",
       fmt::arg("pid", kServicePid), fmt::arg("log", kAgentLog), fmt::arg("bin", node::kBinDir),
-      fmt::arg("config", node::kAgentConfigPath));
+      fmt::arg("config", node::kAgentConfigPath), fmt::arg("agent_pid", node::kAgentPidFile));
 }
 
 Status bootstrap_host(SshClient& ssh, const NodeSoftware& software, const LaunchRequest& request,
@@ -161,6 +164,31 @@ Status bootstrap_host(SshClient& ssh, const NodeSoftware& software, const Launch
   if (auto s = ssh.write_file(node::kEndureCaPath, endure_ca_pem, 0644); !s) return s;
   if (auto s = copy_lifecycle(ssh, request.lifecycle_source); !s) return s;
   return install_service(ssh);
+}
+
+Status clean_host(SshClient& ssh) {
+  // Every process endure started: the agent's service (and so the agent), then the daemons
+  // the lifecycle scripts started, by the pid files they keep; then endure's files.
+  std::string script = fmt::format(
+      "if [ -d /run/systemd/system ] && [ -f {unit} ]; then\n"
+      "  systemctl disable --now endure-agent.service >/dev/null 2>&1 || true\n"
+      "  rm -f {unit}; systemctl daemon-reload\n"
+      "fi\n"
+      "for f in {service_pid} {agent_pid} {fsx_pid} /run/slurm/*.pid /run/munge/*.pid; do\n"
+      "  [ -f \"$f\" ] && kill -9 \"$(cat \"$f\")\" 2>/dev/null\n"
+      "  rm -f \"$f\"\n"
+      "done\n"
+      "mountpoint -q /fsx && umount -l /fsx\n"
+      "[ -f {rc} ] && sed -i '/^{begin}$/,/^{end}$/d' {rc}\n"
+      "rm -rf {dir} {log}\n"
+      "true\n",
+      fmt::arg("unit", kUnitPath), fmt::arg("service_pid", kServicePid),
+      fmt::arg("agent_pid", node::kAgentPidFile), fmt::arg("fsx_pid", node::kFsxPidFile),
+      fmt::arg("rc", kRcLocal), fmt::arg("begin", kBlockBegin), fmt::arg("end", kBlockEnd),
+      fmt::arg("dir", node::kEndureDir), fmt::arg("log", kAgentLog));
+  auto out = ssh.run(script, 60s);
+  if (out.exit_code != 0) return host_error(ssh, "clean up endure", out);
+  return {};
 }
 
 }  // namespace endure::provider

@@ -26,6 +26,11 @@ struct NodeSoftware {
 Status bootstrap_host(SshClient& ssh, const NodeSoftware& software, const LaunchRequest& request,
                       const std::string& endure_ca_pem);
 
+// Undoes bootstrap_host: every process endure started on the host is killed (the agent's
+// service, the daemons the lifecycle scripts started, by their pid files), /fsx unmounted,
+// and endure's files and boot service removed. The host is then as the pool registered it.
+Status clean_host(SshClient& ssh);
+
 // The agent's supervisor on a host without systemd: restarts the agent when it exits.
 // Exposed for tests; installed at node::kBinDir/endure-agent-service.
 std::string agent_service_script();

@@ -1,0 +1,57 @@
+#include "provider/host/host_probe.h"
+
+#include <fmt/format.h>
+
+#include "api/node_contract.h"
+
+namespace endure::provider {
+
+namespace {
+
+// The agent's state letter from /proc, "-" when it has no live process.
+std::string agent_state_script() {
+  return fmt::format(
+      "p=$(cat {0} 2>/dev/null); s=-\n"
+      "[ -n \"$p\" ] && [ -r /proc/$p/stat ] && s=$(sed 's/.*) //' /proc/$p/stat | cut -c1)\n"
+      "echo \"$s\"\n",
+      node::kAgentPidFile);
+}
+
+}  // namespace
+
+NodeProbe probe_host(SshClient& ssh, std::chrono::milliseconds timeout) {
+  NodeProbe out;
+  auto seen = ssh.run(agent_state_script(), timeout);
+  if (seen.exit_code != 0) {
+    out.detail = seen.timed_out ? fmt::format("no answer over SSH within {} ms", timeout.count())
+                                : "no answer over SSH: " + seen.err;
+    while (!out.detail.empty() && out.detail.back() == '\n') out.detail.pop_back();
+    return out;  // unknown, unknown
+  }
+  out.machine = MachineState::kAlive;
+  char state = seen.out.empty() ? '-' : seen.out[0];
+  if (state == '-' || state == 'Z' || state == 'X') {
+    out.agent = AgentState::kGone;
+  } else if (state == 'T' || state == 't') {
+    out.agent = AgentState::kStopped;
+  } else if (state == 'R') {
+    out.agent = AgentState::kRunnable;
+  } else {
+    out.agent = AgentState::kSleeping;
+  }
+  out.detail = fmt::format("answers over SSH; agent {}", to_string(out.agent));
+  return out;
+}
+
+Status restart_host_agent(SshClient& ssh, std::chrono::milliseconds timeout) {
+  // SIGCONT first: a stopped agent must be able to take the SIGTERM and end.
+  auto out = ssh.run(
+      fmt::format("p=$(cat {0}) && kill -CONT $p && kill -TERM $p", node::kAgentPidFile), timeout);
+  if (out.exit_code != 0) {
+    return make_error("ProviderError",
+                      fmt::format("host {}: restart the agent: {}", ssh.target().name, out.err));
+  }
+  return {};
+}
+
+}  // namespace endure::provider
