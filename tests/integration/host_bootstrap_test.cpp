@@ -144,9 +144,11 @@ TEST_F(HostNode, CleaningLeavesNothingOfEndureAndTheHostCanBeBootstrappedAgain) 
   ASSERT_TRUE(bootstrap().ok());
   ASSERT_TRUE(agents_running(1));
   ASSERT_TRUE(provider::clean_host(*ssh_).ok());
+  // The host's own boot script is as it was, its last line included.
   EXPECT_EQ(on_host("pgrep -fc '[/]opt/endure' || true; ls /opt; grep -c endure /etc/rc.local || "
-                    "true; ls /var/log/endure-agent.log 2>/dev/null || echo no-log"),
-            "0\n0\nno-log\n");
+                    "true; tail -1 /etc/rc.local; ls /var/log/endure-agent.log 2>/dev/null || "
+                    "echo no-log"),
+            "0\n0\nexit 0\nno-log\n");
   ASSERT_TRUE(bootstrap().ok());
   EXPECT_TRUE(agents_running(1));
 }

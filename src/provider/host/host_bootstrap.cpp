@@ -109,10 +109,17 @@ Status install_service(SshClient& ssh) {
       "  exit 0\n"
       "fi\n"
       "cat >/dev/null\n"
+      // The block goes right after the interpreter line: the host's own lines (an exit 0 at
+      // their end, say) stay as they are, and run after it.
       "[ -f {rc} ] || printf '#!/bin/sh\\n' > {rc}\n"
-      "sed -i '/^{begin}$/,/^{end}$/d; /^exit 0$/d' {rc}\n"
-      "printf '%s\\n%s\\n%s\\n' '{begin}' '{service} start' '{end}' >> {rc}\n"
-      "chmod 755 {rc}\n"
+      "sed -i '/^{begin}$/,/^{end}$/d' {rc}\n"
+      "block=$(printf '%s\\n%s\\n%s' '{begin}' '{service} start' '{end}')\n"
+      "if head -n1 {rc} | grep -q '^#!'; then\n"
+      "  {{ head -n1 {rc}; echo \"$block\"; tail -n +2 {rc}; }} > {rc}.new\n"
+      "else\n"
+      "  {{ echo '#!/bin/sh'; echo \"$block\"; cat {rc}; }} > {rc}.new\n"
+      "fi\n"
+      "chmod 755 {rc}.new && mv {rc}.new {rc}\n"
       "{service} start\n",
       fmt::arg("unit_path", kUnitPath), fmt::arg("rc", kRcLocal), fmt::arg("begin", kBlockBegin),
       fmt::arg("end", kBlockEnd), fmt::arg("service", kServiceScript));

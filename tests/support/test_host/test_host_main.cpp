@@ -135,7 +135,7 @@ int build(const stdfs::path& dir, const std::string& name, const std::string& ad
   for (const auto& [file, text, mode] : std::vector<std::tuple<stdfs::path, std::string, int>>{
            {ssh / "sshd_config", config, 0644},
            {dir / "etc/hostname", name + "\n", 0644},
-           {dir / "etc/rc.local", "#!/bin/sh\n# The host's boot script.\n", 0755},
+           {dir / "etc/rc.local", "#!/bin/sh\n# The host's boot script.\nexit 0\n", 0755},
            {dir / "root/.ssh/authorized_keys", *key, 0600},
            {dir / "address", address + " " + std::to_string(port) + "\n", 0644}}) {
     if (auto s = endure::fs::atomic_write_file(file, text); !s) return fail(s.error().message);
