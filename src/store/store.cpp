@@ -1,8 +1,13 @@
 #include "store/store.h"
 
 #include "common/ids.h"
+#include "store/statement.h"
 
 namespace endure::store {
+
+using detail::db_error;
+using detail::Stmt;
+
 namespace {
 
 constexpr const char* kSchema = R"sql(
@@ -84,61 +89,22 @@ CREATE TABLE IF NOT EXISTS cluster_tokens (
   cluster_id TEXT PRIMARY KEY,
   auto_resume_token TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS hosts (
+  name TEXT PRIMARY KEY,
+  pool TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  registration TEXT NOT NULL,
+  state TEXT NOT NULL,
+  cluster_id TEXT NOT NULL DEFAULT '',
+  instance_id TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT '',
+  updated_at REAL NOT NULL
+);
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 )sql";
-
-Error db_error(sqlite3* db, const std::string& what) {
-  return make_error("StoreError", what + ": " + sqlite3_errmsg(db));
-}
-
-// A prepared statement with positional binds, finalized on scope exit.
-class Stmt {
- public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
-  }
-  ~Stmt() { sqlite3_finalize(stmt_); }
-  bool ok() const { return stmt_ != nullptr; }
-
-  Stmt& bind(const std::string& v) {
-    sqlite3_bind_text(stmt_, ++n_, v.c_str(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
-    return *this;
-  }
-  Stmt& bind(const char* v) { return bind(std::string(v)); }
-  Stmt& bind(long long v) {
-    sqlite3_bind_int64(stmt_, ++n_, v);
-    return *this;
-  }
-  Stmt& bind(int v) { return bind(static_cast<long long>(v)); }
-  Stmt& bind(double v) {
-    sqlite3_bind_double(stmt_, ++n_, v);
-    return *this;
-  }
-
-  // SQLITE_ROW, SQLITE_DONE or an error code.
-  int step() { return stmt_ ? sqlite3_step(stmt_) : SQLITE_ERROR; }
-  Status run(const std::string& what) {
-    int rc = step();
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return db_error(db_, what);
-    return {};
-  }
-
-  std::string text(int col) const {
-    auto p = sqlite3_column_text(stmt_, col);
-    return p ? reinterpret_cast<const char*>(p) : "";
-  }
-  long long i64(int col) const { return sqlite3_column_int64(stmt_, col); }
-  int i32(int col) const { return sqlite3_column_int(stmt_, col); }
-  double real(int col) const { return sqlite3_column_double(stmt_, col); }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
-  int n_ = 0;
-};
 
 constexpr const char* kClusterCols =
     "id, name, arn, status, failure_message, spec, provisioning, idx, applied_conf_hash, "

@@ -1,4 +1,5 @@
-// endured's state: clusters, instances and the append-only event log, in SQLite (WAL).
+// endured's state: clusters, instances, the append-only event log and the registered hosts,
+// in SQLite (WAL).
 //
 // Every method is one transaction; transaction() groups several so that a crash leaves
 // all of them or none. The store is safe to use from several threads (one connection,
@@ -79,6 +80,21 @@ struct EventRow {
 
 // Auto-resume of one Slurm job (see controller/auto_resume_manager.h): how often its steps
 // were re-run and the recovery that the next re-run waits for.
+// A host of a pool: its registration (the pool file's entry, as JSON) and what endure does
+// with it (a provider::HostState name; the cluster and instance it serves; why it was set
+// aside).
+struct HostRow {
+  std::string name;
+  std::string pool;
+  int position = 0;  // in the pool file: hosts are drawn in this order
+  json registration = json::object();
+  std::string state;
+  std::string cluster_id;
+  std::string instance_id;
+  std::string reason;
+  double updated_at = 0;
+};
+
 struct AutoResumeRow {
   std::string cluster_id;
   long long job_id = 0;
@@ -148,6 +164,14 @@ class Store {
   // The cluster's auto-resume credential (made at first use): it allows only the
   // AutoResume* calls, so it may be readable by every user of the cluster's nodes.
   Result<std::string> auto_resume_token(const std::string& cluster_id);
+
+  // The registered hosts, by pool and their place in the pool file (store/host_store.cpp).
+  std::vector<HostRow> hosts();
+  // Replaces every host record at once (a pool file registered again, merged with the
+  // hosts known: provider/host/host_inventory.h).
+  Status replace_hosts(const std::vector<HostRow>& rows);
+  // As mutate_instance, for a host by name.
+  Status mutate_host(const std::string& name, const std::function<Status(HostRow&)>& fn);
 
  private:
   explicit Store(sqlite3* db) : db_(db) {}

@@ -102,4 +102,31 @@ Result<std::vector<HostRecord>> merge_registration(const std::vector<HostRecord>
   return merged;
 }
 
+store::HostRow to_row(const HostRecord& r, int position) {
+  const SshTarget& t = r.host.ssh;
+  json registration = {{"HostName", t.name},
+                       {"Address", t.address},
+                       {"Port", t.port},
+                       {"User", t.user},
+                       {"IdentityFile", t.identity_file.string()},
+                       {"HostKey", t.host_key}};
+  if (!r.host.power_command.empty()) registration["PowerCommand"] = r.host.power_command;
+  return {t.name,        r.pool,   position, registration, to_string(r.state), r.cluster_id,
+          r.instance_id, r.reason, 0};
+}
+
+Result<HostRecord> from_row(const store::HostRow& row) {
+  auto state = host_state_from(row.state);
+  // The registration is read as the pool file's entry it came from: the same rules hold.
+  auto pools =
+      parse_host_pools({{"Pools", {{{"PoolName", row.pool}, {"Hosts", {row.registration}}}}}});
+  if (!state || !pools) {
+    return make_error(api::kInternalFailure,
+                      "host " + row.name + ": stored record does not read: " +
+                          (state ? pools.error().message : "state " + row.state));
+  }
+  return HostRecord{(*pools)[0].hosts[0], row.pool,        *state,
+                    row.cluster_id,       row.instance_id, row.reason};
+}
+
 }  // namespace endure::provider

@@ -15,6 +15,7 @@
 
 #include "common/result.h"
 #include "provider/host/host_pool.h"
+#include "store/store.h"
 
 namespace endure::provider {
 
@@ -47,5 +48,10 @@ std::optional<std::size_t> pick_host(const std::vector<HostRecord>& records,
 // when it still serves a node. The pool a host is in may not change while it serves one.
 Result<std::vector<HostRecord>> merge_registration(const std::vector<HostRecord>& known,
                                                    const std::vector<HostPool>& pools);
+
+// A record as the store keeps it (position: its place in the pool file), and back; a row
+// whose registration no longer reads is an error naming the host.
+store::HostRow to_row(const HostRecord& record, int position);
+Result<HostRecord> from_row(const store::HostRow& row);
 
 }  // namespace endure::provider
