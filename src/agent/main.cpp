@@ -1,6 +1,6 @@
 // endure-agent: one per node. Runs the lifecycle script, reports it, heartbeats, follows the
-// kernel log and the GPUs' events; as pid 1 of a local instance, boots the node and runs the agent
-// under its init.
+// kernel log and the GPUs' events; as pid 1 of a local instance, boots the node and runs
+// the agent under its init.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +50,15 @@ std::string describe(const std::vector<agent::health::Finding>& findings) {
   std::string out;
   for (const auto& f : findings) out += f.kind + " (" + f.check + "): " + f.detail + "\n";
   return out;
+}
+
+// Faults read from a log or raised by a driver, sent to endured at once, each named by its
+// record.
+void report_faults(agent::Reporter& reporter,
+                   const std::vector<agent::health::LoggedFault>& found) {
+  std::vector<api::LoggedFinding> logged;
+  for (const auto& [record, f] : found) logged.push_back({record, f.kind, f.check, f.detail});
+  reporter.report_logged(std::move(logged));
 }
 
 int usage() {
@@ -161,21 +170,15 @@ int run_agent(const std::string& config_path, bool restarted) {
     while (!g_stop) {
       log_check.wait_for_records(200ms);
       auto found = log_check.read_faults();
-      if (found.empty() || !in_service) continue;
-      std::vector<api::LoggedFinding> logged;
-      for (auto& [record, f] : found) logged.push_back({record, f.kind, f.check, f.detail});
-      reporter.report_logged(std::move(logged));
+      if (!found.empty() && in_service) report_faults(reporter, found);
     }
   });
 
   // The GPUs' Xid and ECC events as the driver raises them (a node without GPUs: nothing).
-  agent::health::NvmlEventWatch gpu_events(
-      expect, [&](std::vector<agent::health::LoggedFault> found) {
-        if (!in_service) return;
-        std::vector<api::LoggedFinding> logged;
-        for (auto& [record, f] : found) logged.push_back({record, f.kind, f.check, f.detail});
-        reporter.report_logged(std::move(logged));
-      });
+  agent::health::NvmlEventWatch gpu_events(expect,
+                                           [&](std::vector<agent::health::LoggedFault> found) {
+                                             if (in_service) report_faults(reporter, found);
+                                           });
 
   // Reaps the lifecycle script (our child) and whatever else of ours ends; the node's
   // orphans go to its init.

@@ -11,7 +11,7 @@ namespace {
 
 TEST(AgentConfig, RoundTripsWithItsCaFileAndPinsItForHttps) {
   AgentConfig c;
-  c.endpoint = "https://10.0.0.1:7443";
+  c.endpoint = "https://127.0.0.1:7443";
   c.ca_file = "/opt/endure/config/endure-ca.pem";
   c.instance_id = "i-0123456789abcdef0";
   c.token = "t";
@@ -26,9 +26,9 @@ TEST(AgentConfig, RoundTripsWithItsCaFileAndPinsItForHttps) {
   ASSERT_TRUE(ep.ok()) << ep.error().message;
   EXPECT_TRUE(ep->tls);
   EXPECT_EQ(ep->ca_file, c.ca_file);
-  EXPECT_EQ(ep->url(), "https://10.0.0.1:7443");
+  EXPECT_EQ(ep->url(), "https://127.0.0.1:7443");
   // https without a CA to pin is refused, not trusted to the system's CAs.
-  auto unpinned = parse_endpoint("https://10.0.0.1:7443");
+  auto unpinned = parse_endpoint("https://127.0.0.1:7443");
   ASSERT_FALSE(unpinned.ok());
   EXPECT_NE(unpinned.error().message.find("CA file"), std::string::npos);
   // An older config without CaFile still reads (plain http on loopback).

@@ -47,7 +47,7 @@ HostRecord record(const std::string& name, const std::string& pool, S state,
                   const std::string& instance = "") {
   HostRecord r;
   r.host.ssh.name = name;
-  r.host.ssh.address = "10.0.0." + name.substr(name.size() - 1);
+  r.host.ssh.address = "127.0.61." + name.substr(name.size() - 1);
   r.pool = pool;
   r.state = state;
   r.instance_id = instance;
@@ -71,7 +71,7 @@ HostPool pool(const std::string& name, const std::vector<std::string>& hosts) {
   for (const auto& h : hosts) {
     PoolHost host;
     host.ssh.name = h;
-    host.ssh.address = "10.9.9." + h.substr(h.size() - 1);
+    host.ssh.address = "127.0.62." + h.substr(h.size() - 1);
     p.hosts.push_back(host);
   }
   return p;
@@ -87,7 +87,7 @@ TEST(MergeRegistration, NewHostsAreAvailableAndKnownOnesKeepTheirStateWithTheNew
   ASSERT_EQ(merged->size(), 3u) << "a3, no longer listed and free, is dropped";
   EXPECT_EQ((*merged)[0].state, S::kInUse);
   EXPECT_EQ((*merged)[0].instance_id, "i-1");
-  EXPECT_EQ((*merged)[0].host.ssh.address, "10.9.9.1") << "the new registration is taken";
+  EXPECT_EQ((*merged)[0].host.ssh.address, "127.0.62.1") << "the new registration is taken";
   EXPECT_EQ((*merged)[1].state, S::kQuarantined);
   EXPECT_EQ((*merged)[1].reason, "xid: Xid 79");
   EXPECT_EQ((*merged)[2].host.ssh.name, "a4");

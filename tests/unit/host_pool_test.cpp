@@ -20,9 +20,9 @@ json pool_file() {
       "PoolName": "rack-a", "IdentityFile": "/etc/endure/ssh/id_ed25519",
       "PowerCommand": "ipmitool -H {host}-bmc chassis power {action}",
       "Hosts": [
-        {"HostName": "gpu-01", "Address": "10.0.0.11", "HostKey": ")" +
+        {"HostName": "gpu-01", "Address": "127.0.60.11", "HostKey": ")" +
                      std::string(kKey) + R"("},
-        {"HostName": "gpu-02", "Address": "10.0.0.12", "Port": 2222, "User": "ops",
+        {"HostName": "gpu-02", "Address": "127.0.60.12", "Port": 2222, "User": "ops",
          "IdentityFile": "/root/.ssh/other", "HostKey": ")" +
                      kFingerprint + R"(",
          "PowerCommand": "redfish-power {address} {action}"}]}]})");
@@ -52,7 +52,7 @@ TEST(HostPoolFile, ReadsHostsWithTheirPoolsDefaults) {
   EXPECT_EQ(b.ssh.user, "ops");
   EXPECT_EQ(b.ssh.identity_file, "/root/.ssh/other");
   EXPECT_TRUE(is_fingerprint(b.ssh.host_key));
-  EXPECT_EQ(power_command_for(b, "on"), "redfish-power 10.0.0.12 on");
+  EXPECT_EQ(power_command_for(b, "on"), "redfish-power 127.0.60.12 on");
 }
 
 TEST(HostPoolFile, NoPowerCommandMeansRebootOverSsh) {
@@ -89,8 +89,8 @@ TEST(HostPoolFile, HostsAndPoolsAreUniqueAndKeysAndIdentitiesRequired) {
   json f = pool_file();
   json second = f["Pools"][0];
   second["Hosts"] = json::array({second["Hosts"][0]});
-  second["Hosts"][0]["HostName"] = "GPU-02";    // gpu-02 in another case: the same host
-  second["Hosts"][0]["Address"] = "10.0.0.11";  // and gpu-01's address and port
+  second["Hosts"][0]["HostName"] = "GPU-02";      // gpu-02 in another case: the same host
+  second["Hosts"][0]["Address"] = "127.0.60.11";  // and gpu-01's address and port
   second.erase("IdentityFile");
   second["Hosts"][0].erase("HostKey");
   f["Pools"].push_back(second);  // and the same pool name

@@ -18,9 +18,9 @@ std::vector<provider::HostPool> pools() {
       {"PoolName": "rack-a", "IdentityFile": "/etc/endure/id",
        "PowerCommand": "power {host} {action}",
        "Hosts": [
-         {"HostName": "gpu-02", "Address": "10.0.0.2",
+         {"HostName": "gpu-02", "Address": "127.0.63.2",
           "HostKey": "SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s"},
-         {"HostName": "gpu-01", "Address": "10.0.0.1", "Port": 2222,
+         {"HostName": "gpu-01", "Address": "127.0.63.1", "Port": 2222,
           "HostKey": "SHA256:Q2hhbmdlIG1lIHRvIHlvdXIgaG9zdCdzIGZpbmdlcnA"}]}]})"));
   EXPECT_TRUE(parsed.ok());
   return *parsed;

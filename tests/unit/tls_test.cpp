@@ -47,16 +47,16 @@ TEST(Tls, KeepsWhatHoldsAndRemakesOnlyWhatMust) {
   EXPECT_EQ(text(first->ca_cert), ca) << "the CA agents pinned stays";
   EXPECT_EQ(text(first->server_cert), server);
   // A new address: a new server certificate from the same CA.
-  ASSERT_TRUE(ensure_files(dir.path(), {"127.0.0.1", "10.1.2.3"}).ok());
+  ASSERT_TRUE(ensure_files(dir.path(), {"127.0.0.1", "127.0.9.9"}).ok());
   EXPECT_EQ(text(first->ca_cert), ca);
   EXPECT_NE(text(first->server_cert), server);
   // A server certificate that is not the CA's is replaced.
   test::TempDir other;
-  auto foreign = ensure_files(other.path(), {"127.0.0.1", "10.1.2.3"});
+  auto foreign = ensure_files(other.path(), {"127.0.0.1", "127.0.9.9"});
   ASSERT_TRUE(foreign.ok());
   ASSERT_TRUE(fs::atomic_write_file(first->server_cert, text(foreign->server_cert)).ok());
   ASSERT_TRUE(fs::atomic_write_file(first->server_key, text(foreign->server_key), 0600).ok());
-  ASSERT_TRUE(ensure_files(dir.path(), {"127.0.0.1", "10.1.2.3"}).ok());
+  ASSERT_TRUE(ensure_files(dir.path(), {"127.0.0.1", "127.0.9.9"}).ok());
   EXPECT_EQ(process::run({"openssl", "verify", "-CAfile", first->ca_cert.string(),
                           first->server_cert.string()})
                 .exit_code,

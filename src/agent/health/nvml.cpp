@@ -16,8 +16,6 @@ namespace {
 constexpr int kMemoryErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
 constexpr int kVolatileEcc = 0;             // NVML_VOLATILE_ECC: since driver load
 
-using GetCountFn = nvml::Return (*)(unsigned int*);
-using GetHandleFn = nvml::Return (*)(unsigned int, nvml::Device*);
 using GetEccFn = nvml::Return (*)(nvml::Device, int, int, unsigned long long*);
 
 Finding nvml_finding(std::string detail) { return {"nvml", "nvml", std::move(detail)}; }
@@ -39,7 +37,7 @@ struct NvmlCheck::Session {
       return findings;
     }
     unsigned int count = 0;
-    nvml::Return rc = nvml.fn<GetCountFn>("nvmlDeviceGetCount_v2")(&count);
+    nvml::Return rc = nvml.fn<nvml::GetCountFn>("nvmlDeviceGetCount_v2")(&count);
     if (rc != nvml::kSuccess) {
       findings.push_back(nvml_finding("nvmlDeviceGetCount_v2: " + nvml.error_text(rc)));
       return findings;
@@ -50,7 +48,7 @@ struct NvmlCheck::Session {
     }
     if (!continuous) return findings;
 
-    auto get_handle = nvml.fn<GetHandleFn>("nvmlDeviceGetHandleByIndex_v2");
+    auto get_handle = nvml.fn<nvml::GetHandleFn>("nvmlDeviceGetHandleByIndex_v2");
     auto get_ecc = nvml.fn<GetEccFn>("nvmlDeviceGetTotalEccErrors");
     std::string rose;
     for (unsigned int i = 0; i < count; ++i) {

@@ -20,7 +20,6 @@ using namespace std::chrono_literals;
 // From nvml.h.
 constexpr unsigned long long kDoubleBitEcc = 0x2;  // nvmlEventTypeDoubleBitEccError
 constexpr unsigned long long kXid = 0x8;           // nvmlEventTypeXidCriticalError
-constexpr unsigned long long kUnknownXid = 999;    // the driver's "an Xid it cannot name"
 
 // nvmlEventData_t as nvmlEventSetWait_v2 fills it.
 struct EventData {
@@ -31,8 +30,6 @@ struct EventData {
   unsigned int compute_instance;
 };
 
-using GetCountFn = nvml::Return (*)(unsigned int*);
-using GetHandleFn = nvml::Return (*)(unsigned int, nvml::Device*);
 using SetCreateFn = nvml::Return (*)(nvml::EventSet*);
 using SetFreeFn = nvml::Return (*)(nvml::EventSet);
 using SupportedFn = nvml::Return (*)(nvml::Device, unsigned long long*);
@@ -48,7 +45,8 @@ std::optional<Finding> classify_nvml_event(const NvmlEvent& e) {
     return Finding{"ecc", "nvml-events",
                    fmt::format("GPU {}: uncorrected (double-bit) ECC error", e.gpu)};
   }
-  if ((e.type & kXid) && e.data != kUnknownXid && is_hardware_xid(static_cast<int>(e.data))) {
+  // The driver's 999 ("an Xid it cannot name") is not in the hardware list either.
+  if ((e.type & kXid) && is_hardware_xid(static_cast<int>(e.data))) {
     return Finding{"xid", "nvml-events", fmt::format("GPU {}: Xid {}", e.gpu, e.data)};
   }
   return std::nullopt;
@@ -81,7 +79,8 @@ class Watch {
       return false;
     }
     unsigned int count = 0;
-    if (auto rc = nvml_.fn<GetCountFn>("nvmlDeviceGetCount_v2")(&count); rc != nvml::kSuccess) {
+    if (auto rc = nvml_.fn<nvml::GetCountFn>("nvmlDeviceGetCount_v2")(&count);
+        rc != nvml::kSuccess) {
       log::warn("nvml events: nvmlDeviceGetCount_v2: {}", nvml_.error_text(rc));
       return false;
     }
@@ -92,7 +91,7 @@ class Watch {
     for (unsigned int i = 0; i < count; ++i) {
       nvml::Device dev = nullptr;
       unsigned long long supported = 0;
-      if (nvml_.fn<GetHandleFn>("nvmlDeviceGetHandleByIndex_v2")(i, &dev) != nvml::kSuccess ||
+      if (nvml_.fn<nvml::GetHandleFn>("nvmlDeviceGetHandleByIndex_v2")(i, &dev) != nvml::kSuccess ||
           nvml_.fn<SupportedFn>("nvmlDeviceGetSupportedEventTypes")(dev, &supported) !=
               nvml::kSuccess) {
         continue;  // the count check and the ECC counters speak for this GPU

@@ -18,6 +18,9 @@ using EventSet = struct nvmlEventSet_st*;
 constexpr Return kSuccess = 0;
 constexpr Return kErrorNotSupported = 3;  // the GPU lacks the feature (no ECC, no events)
 constexpr Return kErrorTimeout = 10;      // an event wait ended with no event
+// The functions both the check and the event watch call.
+using GetCountFn = Return (*)(unsigned int*);
+using GetHandleFn = Return (*)(unsigned int, Device*);
 }  // namespace nvml
 
 class NvmlLibrary {

@@ -34,13 +34,6 @@ std::string sha256_hex(const std::string& data) {
   return hex;
 }
 
-Error host_error(const SshClient& ssh, const std::string& what, const process::Output& out) {
-  std::string err = out.err.empty() ? out.out : out.err;
-  while (!err.empty() && err.back() == '\n') err.pop_back();
-  return make_error(out.exit_code == 255 || out.timed_out ? "HostUnreachable" : "BootstrapFailed",
-                    fmt::format("host {}: {}: {}", ssh.target().name, what, err));
-}
-
 // Path → sha256 of the files already on the host (absent ones are left out).
 std::map<std::string, std::string> hashes_on_host(SshClient& ssh,
                                                   const std::vector<std::string>& paths) {
@@ -87,7 +80,7 @@ Status copy_lifecycle(SshClient& ssh, const std::filesystem::path& source) {
                                  "-xf - && rm -rf '{0}' && mv '{0}.new' '{0}'",
                                  dir),
                      120s, archive.out);
-  if (out.exit_code != 0) return host_error(ssh, "copy the lifecycle scripts", out);
+  if (out.exit_code != 0) return ssh.failure("copy the lifecycle scripts", out);
   return {};
 }
 
@@ -124,7 +117,7 @@ Status install_service(SshClient& ssh) {
       fmt::arg("unit_path", kUnitPath), fmt::arg("rc", kRcLocal), fmt::arg("begin", kBlockBegin),
       fmt::arg("end", kBlockEnd), fmt::arg("service", kServiceScript));
   auto out = ssh.run(script, 60s, unit);
-  if (out.exit_code != 0) return host_error(ssh, "install the agent's boot service", out);
+  if (out.exit_code != 0) return ssh.failure("install the agent's boot service", out);
   return {};
 }
 
@@ -194,7 +187,7 @@ Status clean_host(SshClient& ssh) {
       fmt::arg("rc", kRcLocal), fmt::arg("begin", kBlockBegin), fmt::arg("end", kBlockEnd),
       fmt::arg("dir", node::kEndureDir), fmt::arg("log", kAgentLog));
   auto out = ssh.run(script, 60s);
-  if (out.exit_code != 0) return host_error(ssh, "clean up endure", out);
+  if (out.exit_code != 0) return ssh.failure("clean up endure", out);
   return {};
 }
 

@@ -4,7 +4,7 @@
 //   {"Pools": [{"PoolName": "rack-a",
 //               "IdentityFile": "/etc/endure/ssh/id_ed25519",       (default for its hosts)
 //               "PowerCommand": "ipmitool -H {host}-bmc ... chassis power {action}",
-//               "Hosts": [{"HostName": "gpu-01", "Address": "10.0.0.11", "Port": 22,
+//               "Hosts": [{"HostName": "gpu-01", "Address": "gpu-01.rack-a.example", "Port": 22,
 //                          "User": "root", "HostKey": "ssh-ed25519 AAAA..." | "SHA256:..."}]}]}
 #pragma once
 

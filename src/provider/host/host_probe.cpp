@@ -47,10 +47,7 @@ Status restart_host_agent(SshClient& ssh, std::chrono::milliseconds timeout) {
   // SIGCONT first: a stopped agent must be able to take the SIGTERM and end.
   auto out = ssh.run(
       fmt::format("p=$(cat {0}) && kill -CONT $p && kill -TERM $p", node::kAgentPidFile), timeout);
-  if (out.exit_code != 0) {
-    return make_error("ProviderError",
-                      fmt::format("host {}: restart the agent: {}", ssh.target().name, out.err));
-  }
+  if (out.exit_code != 0) return ssh.failure("restart the agent", out);
   return {};
 }
 

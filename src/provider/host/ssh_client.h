@@ -49,9 +49,12 @@ class SshClient {
 
   const SshTarget& target() const { return target_; }
 
+  // What a failed run means, naming the host and what was being done: HostKeyMismatch,
+  // HostUnreachable (ssh itself failed, or the deadline passed) or HostCommandFailed.
+  Error failure(const std::string& what, const process::Output& out) const;
+
  private:
   std::vector<std::string> ssh_argv(std::chrono::milliseconds timeout) const;
-  Error failure(const std::string& what, const process::Output& out) const;
 
   SshTarget target_;
   std::filesystem::path state_dir_;
