@@ -88,6 +88,12 @@ ENDURE_API_CODEC(AutoResumeStepFailedRequest)
 ENDURE_API_CODEC(AutoResumeStepFailedReply)
 ENDURE_API_CODEC(AutoResumeStatusRequest)
 ENDURE_API_CODEC(AutoResumeStatusReply)
+ENDURE_API_CODEC(HostSummary)
+ENDURE_API_CODEC(RegisterHostPoolsRequest)
+ENDURE_API_CODEC(ListHostsRequest)
+ENDURE_API_CODEC(ListHostsReply)
+ENDURE_API_CODEC(ReturnHostRequest)
+ENDURE_API_CODEC(ReturnHostReply)
 ENDURE_API_CODEC(ErrorReply)
 
 #undef ENDURE_API_CODEC
@@ -100,6 +106,8 @@ Status NodeRef::check() const {
   if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
   return non_empty(field::kNodeId, node_id);
 }
+
+Status ReturnHostRequest::check() const { return non_empty(field::kHostName, host_name); }
 
 Status ListClusterNodesRequest::check() const {
   return non_empty(field::kClusterName, cluster_name);
@@ -199,6 +207,9 @@ std::vector<ActionFields> all_actions() {
       action<DebugInjectFaultRequest, DebugInjectFaultReply>(kDebugInjectFault),
       action<DebugDescribeControllerRequest, DebugDescribeControllerReply>(
           kDebugDescribeController),
+      action<RegisterHostPoolsRequest, RegisterHostPoolsReply>(kRegisterHostPools),
+      action<ListHostsRequest, ListHostsReply>(kListHosts),
+      action<ReturnHostRequest, ReturnHostReply>(kReturnHost),
       action<AgentReportLifecycleRequest, AgentReportLifecycleReply>(kAgentReportLifecycle),
       action<AgentHeartbeatRequest, AgentHeartbeatReply>(kAgentHeartbeat),
       action<AgentReportFindingsRequest, AgentReportFindingsReply>(kAgentReportFindings),
@@ -215,7 +226,7 @@ std::vector<TypeFields> all_types() {
           type<NodeDetails>(),     type<NodeLifeCycle>(),     type<NodeRecoveryInfo>(),
           type<Event>(),           type<BatchFailure>(),      type<Finding>(),
           type<LoggedFinding>(),   type<DeepCheckOrder>(),    type<DeepCheckResult>(),
-          type<ErrorReply>()};
+          type<HostSummary>(),     type<ErrorReply>()};
 }
 
 }  // namespace endure::api

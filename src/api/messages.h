@@ -16,6 +16,7 @@
 
 #include "api/messages_agent.h"
 #include "api/messages_cluster.h"
+#include "api/messages_host.h"
 #include "api/messages_node.h"
 
 namespace endure::api {

@@ -55,6 +55,12 @@ inline constexpr const char* kDebugDescribeController = "DebugDescribeController
 // host, so the CLI enters them itself.
 inline constexpr const char* kGetNodeExecTarget = "GetNodeExecTarget";
 
+// Host pools: the machines a user owns, registered by the pool file's content
+// (provider/host/host_pool.h), listed with their state, and a repaired one returned.
+inline constexpr const char* kRegisterHostPools = "RegisterHostPools";
+inline constexpr const char* kListHosts = "ListHosts";
+inline constexpr const char* kReturnHost = "ReturnHost";
+
 // Agent actions, authenticated with the node's own join token (not the operator token),
 // and the header that names the instance the token belongs to.
 inline constexpr const char* kAgentReportLifecycle = "AgentReportLifecycle";

@@ -173,6 +173,19 @@ void print_nodes(const json& reply, std::ostream& out) {
                             same(f::kLaunchTime)});
 }
 
+void print_hosts(const json& reply, std::ostream& out) {
+  const json* list = find_path(reply, f::kHostSummaries);
+  out << format_json_table(list ? *list : json(),
+                           {same(f::kHostName), same(f::kPoolName), same(f::kAddress),
+                            same(f::kPort), same(f::kState), same(f::kClusterId),
+                            same(f::kInstanceId), same(f::kReason)});
+}
+
+void print_host(const json& reply, std::ostream& out) {
+  const json* host = find_path(reply, f::kHost);
+  print_hosts({{f::kHostSummaries, json::array({host ? *host : json::object()})}}, out);
+}
+
 void print_node(const json& reply, std::ostream& out) {
   const json* node = find_path(reply, f::kNodeDetails);
   const json& details = node ? *node : reply;

@@ -56,6 +56,8 @@ void print_events(const json& reply, std::ostream& out);        // ListClusterEv
 void print_log(const json& reply, std::ostream& out);           // GetClusterNodeLog
 void print_batch(const json& reply, std::ostream& out);         // BatchReboot/Replace...
 void print_health_check(const json& reply, std::ostream& out);  // StartClusterHealthCheck
+void print_hosts(const json& reply, std::ostream& out);         // RegisterHostPools, ListHosts
+void print_host(const json& reply, std::ostream& out);          // ReturnHost
 void print_fault(const json& reply, std::ostream& out);         // DebugInjectFault
 
 }  // namespace endure::cli

@@ -43,6 +43,9 @@ Result<json> ApiRouter::handle(const std::string& action, const json& request) {
     if (started) p_.wake_reconciler();
     return started;
   }
+  if (action == api::kRegisterHostPools) return p_.hosts.register_pools(request);
+  if (action == api::kListHosts) return p_.hosts.list_hosts(request);
+  if (action == api::kReturnHost) return p_.hosts.return_host(request);
   if (action == api::kDebugInjectFault) return p_.faults.inject(request);
   if (action == api::kDebugDescribeController) {
     return api::DebugDescribeControllerReply{p_.reconcile_passes()}.to_json();

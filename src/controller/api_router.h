@@ -1,5 +1,5 @@
 // Which part answers which action: operator actions go to the clusters' service, the deep
-// check workflow and the fault injector; agent actions to the agent service; srun's
+// check workflow, the fault injector and the host pools' service; agent actions to the agent service; srun's
 // auto-resume actions, once their token is checked, to the auto-resume manager. The HTTP
 // front authenticates the operator and hands every call here.
 #pragma once
@@ -14,6 +14,7 @@
 #include "controller/cluster_service.h"
 #include "controller/deep_check_manager.h"
 #include "controller/fault_injector.h"
+#include "controller/host_service.h"
 #include "controller/software_update_manager.h"
 #include "store/store.h"
 
@@ -27,6 +28,7 @@ struct ApiParts {
   FaultInjector& faults;
   AgentService& agents;
   AutoResumeManager& auto_resume;
+  HostService& hosts;
   std::function<void()> wake_reconciler;
   std::function<long long()> reconcile_passes;
 };

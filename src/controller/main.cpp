@@ -121,8 +121,10 @@ int main(int argc, char** argv) {
   controller::ClusterService clusters(**store, provider, config, health, recovery, wake);
   controller::FaultInjector faults(**store, provider);
   controller::AgentService agents(**store, health, deep_checks, wake);
+  provider::HostRegistry hosts(**store, provider::ssh_state_root(config.home));
+  controller::HostService host_service(hosts);
   controller::ApiRouter router({**store, clusters, deep_checks, software_updates, faults, agents,
-                                auto_resume, wake, [&] { return reconciler.passes(); }});
+                                auto_resume, host_service, wake, [&] { return reconciler.passes(); }});
   controller::ApiServer server(router, *token);
 
   signal(SIGPIPE, SIG_IGN);

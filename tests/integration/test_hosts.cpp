@@ -61,6 +61,19 @@ std::string TestHosts::power_command() const {
   return host_tool() + " {action} " + dir_.str() + "/{host}";
 }
 
+json TestHosts::pool_file(const std::string& pool_name) const {
+  json hosts = json::array();
+  for (const auto& h : hosts_) {
+    hosts.push_back(
+        {{"HostName", h.name}, {"Address", h.address}, {"Port", h.port}, {"HostKey", h.host_key}});
+  }
+  return {{"Pools",
+           {{{"PoolName", pool_name},
+             {"IdentityFile", identity_file().string()},
+             {"PowerCommand", power_command()},
+             {"Hosts", hosts}}}}};
+}
+
 process::Output TestHosts::power(std::size_t i, const std::string& verb) const {
   process::Options o;
   o.timeout = std::chrono::seconds(30);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/json.h"
 #include "common/process.h"
 #include "support/temp_dir.h"
 
@@ -35,6 +36,10 @@ class TestHosts {
   std::filesystem::path identity_file() const { return dir_.path() / "id_ed25519"; }
   // The command a pool registers to power a host on, off or reset.
   std::string power_command() const;
+
+  // A pool file registering every host in one pool, as a user writes one: each host's
+  // address, port, host key, the identity file and the power command.
+  json pool_file(const std::string& pool_name) const;
 
   // endure-test-host's verbs for host i: "on", "off" (a pulled plug), "reset", "state".
   process::Output power(std::size_t i, const std::string& verb) const;

@@ -155,6 +155,23 @@ const std::vector<Sample>& samples() {
        R"({"NodeName":"worker-0","InstanceId":"i-1","Kind":"fsx-hang","Description":"hung"})", ""},
       {kDebugDescribeController, round_trip<DebugDescribeControllerRequest>, "{}", "",
        round_trip<DebugDescribeControllerReply>, R"({"ReconcilePasses":12})", ""},
+      {kRegisterHostPools, round_trip<RegisterHostPoolsRequest>,
+       R"({"Pools":[{"PoolName":"rack-a","Hosts":[{"HostName":"gpu-01","Address":"a"}]}]})", "",
+       round_trip<RegisterHostPoolsReply>,
+       R"({"HostSummaries":[{"HostName":"gpu-01","PoolName":"rack-a","Address":"a","Port":22,)"
+       R"("State":"InUse","ClusterId":"c-1","InstanceId":"i-1"}]})",
+       R"({"HostSummaries":[{"HostName":"gpu-01","PoolName":"rack-a","Address":"a","Port":22,)"
+       R"("State":"Available"}]})"},
+      {kListHosts, round_trip<ListHostsRequest>, R"({"PoolName":"rack-a"})", "{}",
+       round_trip<ListHostsReply>,
+       R"({"HostSummaries":[{"HostName":"gpu-02","PoolName":"rack-a","Address":"b","Port":2222,)"
+       R"("State":"Quarantined","Reason":"xid 79"}]})",
+       R"({"HostSummaries":[]})"},
+      {kReturnHost, round_trip<ReturnHostRequest>, R"({"HostName":"gpu-02"})", "",
+       round_trip<ReturnHostReply>,
+       R"({"Host":{"HostName":"gpu-02","PoolName":"rack-a","Address":"b","Port":2222,)"
+       R"("State":"Available"}})",
+       ""},
       {kAgentReportLifecycle, round_trip<AgentReportLifecycleRequest>,
        R"({"Status":"Succeeded","ExitCode":0,"LastLines":"done\n","InstanceId":"i-1"})", "",
        round_trip<AgentReportLifecycleReply>, "{}", ""},
@@ -212,7 +229,7 @@ TEST(WireMessages, EveryActionOfWireHasSamplesAndARegistryEntry) {
   for (const auto& a : all_actions()) registry.push_back(a.action);
   for (const auto& s : samples()) sampled.push_back(s.action);
   EXPECT_EQ(registry, sampled);
-  EXPECT_EQ(registry.size(), 24u);  // every action of wire.h
+  EXPECT_EQ(registry.size(), 27u);  // every action of wire.h
 }
 
 TEST(WireMessages, EveryMessageRoundTripsWithAllOptionalFieldsAndWithNone) {

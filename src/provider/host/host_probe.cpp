@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <sstream>
+
 #include "api/node_contract.h"
 
 namespace endure::provider {
@@ -41,6 +43,29 @@ NodeProbe probe_host(SshClient& ssh, std::chrono::milliseconds timeout) {
   }
   out.detail = fmt::format("answers over SSH; agent {}", to_string(out.agent));
   return out;
+}
+
+Status check_host_basics(SshClient& ssh, std::chrono::milliseconds timeout) {
+  if (auto s = ssh.connect(timeout); !s) return s;
+  auto out = ssh.run("echo \"$(uname -s) $(id -u) $(df -Pk / | awk 'NR==2 {print $4}')\"", timeout);
+  if (out.exit_code != 0) return ssh.failure("run the basic checks", out);
+  std::string kernel, uid;
+  long long free_kib = -1;
+  std::istringstream words(out.out);
+  words >> kernel >> uid >> free_kib;
+  const std::string& host = ssh.target().name;
+  if (kernel != "Linux") {
+    return make_error("HostCheckFailed", "host " + host + " runs " + kernel + ", not Linux");
+  }
+  if (uid != "0") {
+    return make_error("HostCheckFailed", "host " + host + ": user " + ssh.target().user +
+                                             " is not root (uid " + uid + ")");
+  }
+  if (free_kib < 64 * 1024) {
+    return make_error("HostCheckFailed",
+                      fmt::format("host {}: {} KiB free on /, endure needs 65536", host, free_kib));
+  }
+  return {};
 }
 
 Status restart_host_agent(SshClient& ssh, std::chrono::milliseconds timeout) {

@@ -14,6 +14,12 @@ namespace endure::provider {
 // timeout is unknown: a pulled plug and a cut network look the same from here.
 NodeProbe probe_host(SshClient& ssh, std::chrono::milliseconds timeout);
 
+// The basic checks a host passes before it serves a node and when it comes back from
+// repair: it is the host registered (its SSH host key), it answers within timeout, it runs
+// Linux, endure works there as root, and its root file system has room (64 MiB) for
+// endure's files. The error names the host and the check failed.
+Status check_host_basics(SshClient& ssh, std::chrono::milliseconds timeout);
+
 // Ends the agent's process: its service (systemd, or endure's supervisor) starts it again.
 Status restart_host_agent(SshClient& ssh, std::chrono::milliseconds timeout);
 
