@@ -39,6 +39,7 @@ inline constexpr const char* kHealth = "Health";
 inline constexpr const char* kHealthCheckId = "HealthCheckId";
 inline constexpr const char* kHost = "Host";
 inline constexpr const char* kHostName = "HostName";
+inline constexpr const char* kHostPool = "HostPool";
 inline constexpr const char* kHostSummaries = "HostSummaries";
 inline constexpr const char* kId = "Id";
 inline constexpr const char* kInstanceCount = "InstanceCount";
@@ -114,6 +115,7 @@ inline constexpr const char* kTargetCount = "TargetCount";
 inline constexpr const char* kTerminationTime = "TerminationTime";
 inline constexpr const char* kThreadsPerCore = "ThreadsPerCore";
 inline constexpr const char* kVpcConfig = "VpcConfig";
+inline constexpr const char* kWarmSpares = "WarmSpares";
 // An error reply's two fields, in the cloud API's spelling (lower case, one underscored).
 inline constexpr const char* kErrorType = "__type";
 inline constexpr const char* kErrorMessage = "message";

@@ -49,6 +49,8 @@ struct InstanceGroupSpec {
   std::optional<int> threads_per_core;
   std::optional<std::string> execution_role;     // accepted, means nothing here
   std::optional<json> instance_storage_configs;  // accepted, means nothing here
+  std::optional<std::string> host_pool;          // endure's: the pool its nodes come from
+  std::optional<int> warm_spares;                // endure's: spares kept ready (default 0)
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kInstanceGroupName, s.instance_group_name);
@@ -58,6 +60,8 @@ struct InstanceGroupSpec {
     v(field::kThreadsPerCore, s.threads_per_core);
     v(field::kExecutionRole, s.execution_role);
     v(field::kInstanceStorageConfigs, s.instance_storage_configs);
+    v(field::kHostPool, s.host_pool);
+    v(field::kWarmSpares, s.warm_spares);
   }
   json to_json() const;
   static Result<InstanceGroupSpec> from_json(const json& in);
@@ -123,6 +127,8 @@ struct InstanceGroupDetails {
   int threads_per_core = 1;
   std::string role;                           // Controller, Login or Worker
   std::optional<std::string> partition_name;  // workers' Slurm partition
+  std::optional<std::string> host_pool;       // absent: local nodes
+  std::optional<int> warm_spares;             // absent: none kept
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kInstanceGroupName, s.instance_group_name);
@@ -133,6 +139,8 @@ struct InstanceGroupDetails {
     v(field::kThreadsPerCore, s.threads_per_core);
     v(field::kRole, s.role);
     v(field::kPartitionName, s.partition_name);
+    v(field::kHostPool, s.host_pool);
+    v(field::kWarmSpares, s.warm_spares);
   }
   json to_json() const;
   static Result<InstanceGroupDetails> from_json(const json& in);

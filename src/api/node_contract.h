@@ -42,6 +42,10 @@ inline constexpr const char* kLifecycleResult = "/opt/endure/lifecycle.json";
 // machine): lifecycle scripts put the daemons a node needs here.
 inline constexpr const char* kBootScriptsDir = "/opt/endure/boot.d";
 
+// Folders every node has from its first boot (lifecycle scripts install into them).
+inline constexpr const char* kNodeFolders[] = {"/opt/endure/config", kBootScriptsDir,
+                                               "/etc/slurm/plugstack.conf.d"};
+
 // Mounts every node has: the cluster's shared folder and the node's own local disk.
 inline constexpr const char* kSharedFsPath = "/fsx";
 inline constexpr const char* kLocalDiskPath = "/local";

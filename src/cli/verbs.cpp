@@ -123,6 +123,8 @@ Result<json> instance_groups_with_counts(const api::DescribeClusterReply& cluste
     spec.instance_count = g.target_count;
     spec.life_cycle_config = g.life_cycle_config;
     spec.threads_per_core = g.threads_per_core;
+    spec.host_pool = g.host_pool;
+    spec.warm_spares = g.warm_spares;
     json group = spec.to_json();
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] == g.instance_group_name) {

@@ -1,5 +1,7 @@
 #include "controller/cluster_service.h"
 
+#include <set>
+
 #include <algorithm>
 
 #include "api/messages.h"
@@ -49,6 +51,26 @@ api::Event event_entry(const store::ClusterRow& cluster, const store::EventRow& 
   return entry;
 }
 
+// Groups on host pools draw from pools registered now, and their nodes reach endured over TLS.
+Status check_host_pools(store::Store& store, const Config& config, const spec::ClusterSpec& spec) {
+  std::set<std::string> pools;
+  for (const auto& h : store.hosts()) pools.insert(h.pool);
+  std::vector<spec::FieldError> errors;
+  for (size_t i = 0; i < spec.groups.size(); ++i) {
+    const std::string& pool = spec.groups[i].host_pool;
+    if (pool.empty()) continue;
+    std::string path = "InstanceGroups[" + std::to_string(i) + "].HostPool";
+    if (!pools.count(pool)) {
+      errors.push_back({path, "no pool named " + pool + " is registered (RegisterHostPools)"});
+    } else if (config.agent_tls_port <= 0) {
+      errors.push_back({path, "nodes on registered hosts reach endured over TLS: set "
+                              "AgentTlsPort in config.json"});
+    }
+  }
+  if (errors.empty()) return {};
+  return make_error(api::kValidationException, spec::describe(errors));
+}
+
 }  // namespace
 
 ClusterService::ClusterService(store::Store& store, provider::NodeProvider& provider,
@@ -94,6 +116,7 @@ Result<json> ClusterService::load_provisioning(const json& spec_json) {
 Result<json> ClusterService::create_cluster(const json& request) {
   auto spec = spec::parse_cluster_spec(request);
   if (!spec) return spec.error();
+  if (auto s = check_host_pools(store_, config_, *spec); !s) return s.error();
   auto provisioning = load_provisioning(spec->to_json());
   if (!provisioning) return provisioning.error();
 
@@ -137,7 +160,7 @@ Result<json> ClusterService::create_cluster(const json& request) {
 Result<json> ClusterService::describe_cluster(const json& request) {
   auto cluster = find_cluster(store_, request);
   if (!cluster) return cluster.error();
-  auto model = load_model(*cluster);
+  auto model = load_model(store_, *cluster);
   if (!model) return model.error();
   const spec::ClusterSpec* spec = &model->spec;
   const spec::ProvisioningParameters* params = &model->params;
@@ -156,6 +179,8 @@ Result<json> ClusterService::describe_cluster(const json& request) {
     entry.threads_per_core = g.threads_per_core;
     entry.role = spec::role_name(params->role_of(g.name));
     if (auto p = params->partition_of(g.name); !p.empty()) entry.partition_name = p;
+    if (!g.host_pool.empty()) entry.host_pool = g.host_pool;
+    if (g.warm_spares > 0) entry.warm_spares = g.warm_spares;
     reply.instance_groups.push_back(std::move(entry));
   }
   reply.cluster_arn = cluster->arn;
@@ -202,7 +227,7 @@ Result<json> ClusterService::describe_cluster_node(const json& request) {
   if (!cluster) return cluster.error();
   auto node = find_node(store_, *cluster, request);
   if (!node) return node.error();
-  auto model = load_model(*cluster);
+  auto model = load_model(store_, *cluster);
   if (!model) return model.error();
   const spec::ClusterSpec* spec = &model->spec;
   const spec::ClusterLayout& layout = model->layout;
@@ -348,6 +373,13 @@ Result<json> ClusterService::get_node_exec_target(const json& request) {
   if (!cluster) return cluster.error();
   auto node = find_node(store_, *cluster, request);
   if (!node) return node.error();
+  auto on_hosts = host_placements(store_, cluster->id);
+  if (auto it = on_hosts.find(node->node_name); it != on_hosts.end()) {
+    return make_error(api::kConflictException,
+                      "NodeId: node " + node->node_name + " runs on registered host " +
+                          it->second.hostname + " (" + it->second.address +
+                          "): reach it with ssh");
+  }
   int pid = provider_.pid(cluster->id, node->instance_id);
   if (pid <= 0) {
     return make_error(api::kConflictException, "NodeId: node " + node->node_name + " (" +
@@ -373,7 +405,7 @@ Result<json> ClusterService::batch_recover(const json& request, RecoveryAction a
   }
   auto typed = api::BatchNodesRequest::from_json(request);
   if (!typed) return typed.error();
-  auto model = load_model(*cluster);
+  auto model = load_model(store_, *cluster);
   if (!model) return model.error();
   const spec::ClusterLayout& layout = model->layout;
   api::BatchNodesReply reply;

@@ -27,7 +27,7 @@ Result<json> DeepCheckManager::start(const json& request) {
                       "ClusterName: " + cluster->name + " is " + cluster->status +
                           "; deep health checks run on an InService cluster");
   }
-  auto model = load_model(*cluster);
+  auto model = load_model(store_, *cluster);
   if (!model) return model.error();
   const spec::ClusterLayout& layout = model->layout;
   auto rows = store_.instances(cluster->id, true);

@@ -1,6 +1,7 @@
 #include "controller/host_service.h"
 
 #include "api/messages.h"
+#include "provider/host/host_bootstrap.h"
 #include "provider/host/host_probe.h"
 
 namespace endure::controller {
@@ -55,7 +56,9 @@ Result<json> HostService::return_host(const json& request) {
   if (auto s = req->check(); !s) return s.error();
   auto returned = hosts_.return_host(req->host_name, [&](const provider::HostRecord& r) {
     auto ssh = hosts_.ssh(r);
+    // What its node left there goes first: the host returns as the pool registered it.
     Status checked = provider::check_host_basics(ssh, kReturnCheckTimeout);
+    if (checked) checked = provider::clean_host(ssh);
     ssh.disconnect();
     return checked;
   });

@@ -1,6 +1,7 @@
 #include "controller/lookup.h"
 
 #include "api/wire.h"
+#include "provider/host/host_inventory.h"
 
 namespace endure::controller {
 
@@ -46,13 +47,29 @@ Result<store::InstanceRow> find_node(store::Store& store, const store::ClusterRo
                     "NodeId: cluster " + cluster.name + " has no node or instance " + *id);
 }
 
-Result<spec::ClusterModel> load_model(const store::ClusterRow& cluster) {
+std::map<std::string, spec::HostPlacement> host_placements(store::Store& store,
+                                                           const std::string& cluster_id) {
+  std::map<std::string, std::string> node_of;  // live instance id -> node name
+  for (const auto& r : store.instances(cluster_id, true)) node_of[r.instance_id] = r.node_name;
+  std::map<std::string, spec::HostPlacement> out;
+  for (const auto& h : store.hosts()) {
+    bool serves = h.state == provider::to_string(provider::HostState::kBootstrapping) ||
+                  h.state == provider::to_string(provider::HostState::kInUse);
+    auto node = node_of.find(h.instance_id);
+    if (!serves || h.cluster_id != cluster_id || node == node_of.end()) continue;
+    out[node->second] = {h.name, h.registration.value("Address", "")};
+  }
+  return out;
+}
+
+Result<spec::ClusterModel> load_model(store::Store& store, const store::ClusterRow& cluster) {
   auto model = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index,
                                          cluster.removed_slots);
   if (!model) {
     return make_error(api::kInternalFailure, "stored spec of " + cluster.name +
                                                  " no longer parses: " + model.error().message);
   }
+  spec::place_on_hosts(model->layout, host_placements(store, cluster.id));
   return model;
 }
 

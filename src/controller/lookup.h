@@ -3,6 +3,7 @@
 // so every action gives the same error for the same mistake.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "common/json.h"
@@ -29,8 +30,13 @@ Result<store::ClusterRow> find_cluster(store::Store& store, const json& request)
 Result<store::InstanceRow> find_node(store::Store& store, const store::ClusterRow& cluster,
                                      const json& request);
 
-// The cluster's stored spec, provisioning and layout; an InternalFailure when it no longer
-// parses (a stored spec was valid when it was accepted).
-Result<spec::ClusterModel> load_model(const store::ClusterRow& cluster);
+// The cluster's stored spec, provisioning and layout, its nodes on registered hosts placed
+// there (the hosts serving its live instances); an InternalFailure when it no longer parses
+// (a stored spec was valid when it was accepted).
+Result<spec::ClusterModel> load_model(store::Store& store, const store::ClusterRow& cluster);
+
+// Where the cluster's live instances on registered hosts run, by node name.
+std::map<std::string, spec::HostPlacement> host_placements(store::Store& store,
+                                                           const std::string& cluster_id);
 
 }  // namespace endure::controller

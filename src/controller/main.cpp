@@ -18,7 +18,7 @@
 #include "controller/config.h"
 #include "controller/health_watch.h"
 #include "controller/reconciler.h"
-#include "provider/local/local_provider.h"
+#include "provider/routed_provider.h"
 #include "store/store.h"
 
 using namespace endure;
@@ -103,7 +103,11 @@ int main(int argc, char** argv) {
   for (const auto& dir : {config.clusters_dir(), config.secrets_dir()}) {
     if (!log::ok(fs::make_dirs(dir, 0700), "endured")) return 1;
   }
-  provider::LocalProvider provider(config.clusters_dir(), agent_path);
+  provider::LocalProvider local(config.clusters_dir(), agent_path);
+  provider::HostRegistry hosts(**store, provider::ssh_state_root(config.home));
+  provider::HostProvider on_hosts(hosts, {config.bin_dir, config.bin_dir.parent_path() / "lib"},
+                                  config.tls_dir() / "ca.pem", config.home / "hosts");
+  provider::RoutedProvider provider(local, on_hosts);
   controller::HealthMonitor health(ids::now_seconds);
   controller::RecoveryManager recovery(**store, provider, config, health);
   controller::AutoResumeManager auto_resume(**store, config, health);
@@ -115,13 +119,12 @@ int main(int argc, char** argv) {
   controller::DeepCheckManager deep_checks(**store, provider, config, health);
   controller::SoftwareUpdateManager software_updates(**store, provider, config, health);
   controller::Reconciler reconciler(**store, provider, config, health, recovery, deep_checks,
-                                    software_updates, auto_resume);
+                                    software_updates, auto_resume, hosts);
   auto wake = [&] { reconciler.wake(); };
   controller::HealthWatch health_watch(provider, config, health, wake);
   controller::ClusterService clusters(**store, provider, config, health, recovery, wake);
   controller::FaultInjector faults(**store, provider);
   controller::AgentService agents(**store, health, deep_checks, wake);
-  provider::HostRegistry hosts(**store, provider::ssh_state_root(config.home));
   controller::HostService host_service(hosts);
   controller::ApiRouter router({**store, clusters, deep_checks, software_updates, faults, agents,
                                 auto_resume, host_service, wake, [&] { return reconciler.passes(); }});

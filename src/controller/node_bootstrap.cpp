@@ -49,9 +49,11 @@ provider::LaunchRequest launch_request(const Config& config, const store::Cluste
                                        const spec::InstanceGroupSpec& group,
                                        const store::InstanceRow& row,
                                        const std::vector<store::InstanceRow>& rows,
-                                       const NodeFiles& files) {
+                                       const NodeFiles& files, const NodeEndpoint& endpoint) {
+  const std::string url = endpoint.url.empty() ? config.endpoint() : endpoint.url;
   agent::AgentConfig agent_config;
-  agent_config.endpoint = config.endpoint();
+  agent_config.endpoint = url;
+  agent_config.ca_file = endpoint.ca_file;
   agent_config.instance_id = row.instance_id;
   agent_config.token = row.agent_token;
   agent_config.node_name = row.node_name;
@@ -67,10 +69,11 @@ provider::LaunchRequest launch_request(const Config& config, const store::Cluste
   agent_config.memory_mib = slot.type.memory_mib;
   agent_config.gpus = slot.type.gpus;
   // Readable by every user of the node: the token allows only the AutoResume* calls.
-  json auto_resume_config = {{"Endpoint", config.endpoint()},
+  json auto_resume_config = {{"Endpoint", url},
                              {"ClusterName", cluster.name},
                              {"Token", files.auto_resume_token},
                              {"MaxResumes", config.auto_resume_max_resumes}};
+  if (!endpoint.ca_file.empty()) auto_resume_config["CaFile"] = endpoint.ca_file;
   provider::LaunchRequest request;
   request.cluster_id = cluster.id;
   request.instance_id = row.instance_id;

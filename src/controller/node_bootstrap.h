@@ -22,6 +22,13 @@ struct NodeFiles {
   std::string auto_resume_token;
 };
 
+// Where a node reaches endured: a local node over loopback HTTP (url empty: the config's
+// endpoint), a node on a host over TLS with endured's CA at ca_file in the node.
+struct NodeEndpoint {
+  std::string url;
+  std::string ca_file;
+};
+
 // The live (not terminated) instance of a slot among rows, or null.
 const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& rows,
                                        const std::string& node_name);
@@ -38,6 +45,6 @@ provider::LaunchRequest launch_request(const Config& config, const store::Cluste
                                        const spec::InstanceGroupSpec& group,
                                        const store::InstanceRow& row,
                                        const std::vector<store::InstanceRow>& rows,
-                                       const NodeFiles& files);
+                                       const NodeFiles& files, const NodeEndpoint& endpoint = {});
 
 }  // namespace endure::controller

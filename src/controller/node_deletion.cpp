@@ -21,7 +21,7 @@ Result<json> batch_delete_nodes(store::Store& store, const json& request) {
   for (const auto& id : ids) {
     if (!id.is_string()) return validation("NodeIds: every entry must be an instance id string");
   }
-  auto model = load_model(*cluster);
+  auto model = load_model(store, *cluster);
   if (!model) return model.error();
   json successful = json::array(), failed = json::array();
   auto fail = [&](const std::string& id, const char* code, const std::string& message) {

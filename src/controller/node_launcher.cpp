@@ -4,7 +4,13 @@
 
 #include <map>
 
+#include <fmt/format.h>
+
+#include "api/node_contract.h"
+#include "api/wire.h"
 #include "common/crash_point.h"
+#include "common/route.h"
+#include "controller/lookup.h"
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/log.h"
@@ -24,6 +30,20 @@ double last_terminated(const std::vector<store::InstanceRow>& rows, const std::s
     if (r.node_name == node_name) latest = std::max(latest, r.terminated_at);
   }
   return latest;
+}
+
+// endured's TLS endpoint as the host at host_address reaches it.
+Result<std::string> agent_url_for(const Config& config, const std::string& host_address) {
+  if (config.agent_tls_port <= 0) {
+    return make_error(api::kValidationException,
+                      "nodes on registered hosts reach endured over TLS: set AgentTlsPort in "
+                      "config.json");
+  }
+  auto address = net::source_address_toward(host_address);
+  if (!address) return address.error();
+  bool v6 = address->find(':') != std::string::npos;
+  return fmt::format("https://{}:{}", v6 ? "[" + *address + "]" : *address,
+                     config.agent_tls_port);
 }
 
 }  // namespace
@@ -138,8 +158,35 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
   return std::nullopt;
 }
 
+void NodeLauncher::claim_hosts(const store::ClusterRow& cluster,
+                               const spec::ClusterModel& model) {
+  for (const auto& r : store_.instances(cluster.id, true)) {
+    const auto* group = model.spec.find_group(r.group);
+    if (r.status != "Pending" || r.pid != 0 || !group || group->host_pool.empty()) continue;
+    if (hosts_.host_of(cluster.id, r.instance_id)) continue;
+    auto claimed = hosts_.claim(group->host_pool, cluster.id, r.instance_id, {});
+    if (!claimed) {
+      log::error("{}: {}", r.node_name, claimed.error().message);
+      continue;
+    }
+    if (*claimed) {
+      log::info("{}: {} on host {}", cluster.name, r.node_name, (*claimed)->host.ssh.name);
+      continue;
+    }
+    std::string waiting = "waiting for an Available host in pool " + group->host_pool;
+    if (r.message == waiting) continue;
+    (void)transition(store_, r, {{"NoHostAvailable", "pool " + group->host_pool +
+                                                         " has no Available host left"}},
+                     [&](store::InstanceRow& x) { x.message = waiting; });
+  }
+}
+
 void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
-                                  const spec::ClusterModel& model) {
+                                  const spec::ClusterModel& loaded) {
+  claim_hosts(cluster, loaded);
+  // Placed again: the hosts claimed just now are part of this pass's files.
+  spec::ClusterModel model = loaded;
+  spec::place_on_hosts(model.layout, host_placements(store_, cluster.id));
   const auto& layout = model.layout;
   auto rows = store_.instances(cluster.id, true);
   // What every new node gets, made only when a pass launches one.
@@ -173,6 +220,18 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
     const auto* group = model.spec.find_group(r.group);
     prepare_files();
     if (!slot || !group || !*key) continue;
+    std::optional<provider::HostRecord> host;
+    NodeEndpoint endpoint;
+    if (!group->host_pool.empty()) {
+      host = hosts_.host_of(cluster.id, r.instance_id);
+      if (!host) continue;  // waits for a host of its pool
+      auto url = agent_url_for(config_, host->host.ssh.address);
+      if (!url) {
+        retire_instance(r, "Failure", url.error().message, true);
+        continue;
+      }
+      endpoint = {*url, node::kEndureCaPath};
+    }
     auto source = provider_.resolve_lifecycle_source("LifeCycleConfig", group->lifecycle.source_uri,
                                                      group->lifecycle.on_create);
     if (!source) {
@@ -186,11 +245,13 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
     }
     NodeFiles files{conf, hosts, **key, *auto_resume_token};
     provider::LaunchRequest request =
-        launch_request(config_, cluster, model, *slot, *group, r, rows, files);
+        launch_request(config_, cluster, model, *slot, *group, r, rows, files, endpoint);
     request.lifecycle_source = *source;
-    // A fresh boot: nothing of an earlier, unrecorded attempt may survive.
-    if (!log::ok(provider_.destroy(cluster.id, r.instance_id),
-                 r.node_name + ": clear an earlier attempt")) {
+    if (host) request.host_name = host->host.ssh.name;
+    // A fresh boot: nothing of an earlier, unrecorded attempt may survive (a host is
+    // cleaned by its launch, and keeps its claim meanwhile).
+    if (!host && !log::ok(provider_.destroy(cluster.id, r.instance_id),
+                          r.node_name + ": clear an earlier attempt")) {
       continue;
     }
     crash_point("launch.before");

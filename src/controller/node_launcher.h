@@ -8,6 +8,7 @@
 
 #include "controller/config.h"
 #include "controller/health_monitor.h"
+#include "provider/host/host_registry.h"
 #include "provider/node_provider.h"
 #include "spec/cluster_spec.h"
 #include "spec/layout.h"
@@ -18,8 +19,8 @@ namespace endure::controller {
 class NodeLauncher {
  public:
   NodeLauncher(store::Store& store, provider::NodeProvider& provider, const Config& config,
-               HealthMonitor& health)
-      : store_(store), provider_(provider), config_(config), health_(health) {}
+               HealthMonitor& health, provider::HostRegistry& hosts)
+      : store_(store), provider_(provider), config_(config), health_(health), hosts_(hosts) {}
 
   // The cluster's munge key, made once.
   Status ensure_munge_key(const std::string& cluster_id);
@@ -33,6 +34,9 @@ class NodeLauncher {
   // Launches every Pending instance that is not running yet; adopts one a dead controller
   // launched; retires one that stopped during creation.
   void launch_pending(const store::ClusterRow& cluster, const spec::ClusterModel& model);
+  // Gives every Pending, not yet launched instance of a group on a host pool a host of its
+  // pool; one the pool has none for waits, saying so (an event when it starts waiting).
+  void claim_hosts(const store::ClusterRow& cluster, const spec::ClusterModel& model);
   // Marks an instance terminated (its files stay when keep_files) with its event.
   void retire_instance(const store::InstanceRow& row, const std::string& status,
                        const std::string& message, bool keep_files);
@@ -42,6 +46,7 @@ class NodeLauncher {
   provider::NodeProvider& provider_;
   const Config& config_;
   HealthMonitor& health_;
+  provider::HostRegistry& hosts_;
 };
 
 }  // namespace endure::controller

@@ -82,6 +82,8 @@ std::vector<NodeTransition> build_node_transitions() {
        "the provider started it: pid recorded"},
       {st(S::kPending), st(S::kPending), "InstanceAdopted",
        "found running after a controller restart: pid recorded"},
+      {st(S::kPending), st(S::kPending), "NoHostAvailable",
+       "its group's host pool has no Available host: it waits for one"},
       {st(S::kPending), st(S::kFailure), "InstanceFailed",
        "launch or OnCreate failed, no outcome or no Slurm registration in time, or the cluster "
        "failed"},

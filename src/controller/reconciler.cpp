@@ -4,6 +4,7 @@
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "controller/lookup.h"
 #include "controller/node_decisions.h"
 #include "controller/recovery_policy.h"
 #include "controller/slurm_conf_push.h"
@@ -17,7 +18,7 @@ namespace endure::controller {
 Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
                        HealthMonitor& health, RecoveryManager& recovery,
                        DeepCheckManager& deep_checks, SoftwareUpdateManager& software_updates,
-                       AutoResumeManager& auto_resume)
+                       AutoResumeManager& auto_resume, provider::HostRegistry& hosts)
     : store_(store),
       provider_(provider),
       config_(config),
@@ -26,7 +27,7 @@ Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, co
       deep_checks_(deep_checks),
       software_updates_(software_updates),
       auto_resume_(auto_resume),
-      launcher_(store, provider, config, health) {}
+      launcher_(store, provider, config, health, hosts) {}
 
 Reconciler::~Reconciler() { stop(); }
 
@@ -70,10 +71,9 @@ void Reconciler::reconcile_all() {
 void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   if (cluster.status == "Deleting") return delete_cluster(cluster);
   if (cluster.status == "Failed") return;
-  auto parsed = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index,
-                                         cluster.removed_slots);
+  auto parsed = load_model(store_, cluster);
   if (!parsed) {
-    fail_cluster(cluster, "the stored spec no longer parses: " + parsed.error().message);
+    fail_cluster(cluster, parsed.error().message);
     return;
   }
   const auto& layout = parsed->layout;

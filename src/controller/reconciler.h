@@ -24,7 +24,8 @@ class Reconciler {
  public:
   Reconciler(store::Store& store, provider::NodeProvider& provider, const Config& config,
              HealthMonitor& health, RecoveryManager& recovery, DeepCheckManager& deep_checks,
-             SoftwareUpdateManager& software_updates, AutoResumeManager& auto_resume);
+             SoftwareUpdateManager& software_updates, AutoResumeManager& auto_resume,
+             provider::HostRegistry& hosts);
   ~Reconciler();
 
   void start();

@@ -120,8 +120,11 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
         break;
       }
       case RecoveryStep::kDestroy:
-        // The old instance goes with its local disk; the reconciler fills the slot again
-        // under the same hostname, with a new InstanceId.
+        // The old instance goes with its local disk (and its machine, where machines are
+        // reused, is set aside); the reconciler fills the slot again under the same
+        // hostname, with a new InstanceId.
+        log::ok(provider_.set_aside(cluster.id, row.instance_id, row.recovery_reason),
+                row.node_name + ": set its machine aside");
         if (auto s = provider_.destroy(cluster.id, row.instance_id); !s) {
           log::error("{}: {}", row.instance_id, s.error().message);
           return;  // tried again next pass

@@ -36,7 +36,7 @@ SoftwareUpdatePlan without(SoftwareUpdatePlan plan, const std::string& node, dou
 Result<json> SoftwareUpdateManager::start(const json& request) {
   auto cluster = find_cluster(store_, request);
   if (!cluster) return cluster.error();
-  auto model = load_model(*cluster);
+  auto model = load_model(store_, *cluster);
   if (!model) return model.error();
   auto plan = plan_software_update(request, model->layout);
   if (!plan) return plan.error();

@@ -27,6 +27,9 @@ struct LaunchRequest {
   // Files to place in the node, by absolute path inside it ("/etc/slurm/slurm.conf").
   std::vector<std::pair<std::string, std::string>> files;
   std::vector<std::pair<std::string, std::string>> secret_files;  // written mode 0600
+  // A registered host claimed for the instance (provider/host/): the host provider makes
+  // it the node. Empty: a local node.
+  std::string host_name;
 };
 
 class NodeProvider {
@@ -105,6 +108,13 @@ class NodeProvider {
   virtual Result<std::filesystem::path> resolve_lifecycle_source(const std::string& field,
                                                                  const std::string& source_uri,
                                                                  const std::string& on_create) = 0;
+
+  // The node is replaced for a fault: the machine under it is set aside with the reason
+  // (a registered host is Quarantined). Nothing to do where machines are not reused.
+  virtual Status set_aside(const std::string& /*cluster_id*/, const std::string& /*instance_id*/,
+                           const std::string& /*reason*/) {
+    return {};
+  }
 
   // The provider's fault drills (provider/fault_drill.h), or null when it has none.
   virtual FaultDrill* fault_drill() { return nullptr; }

@@ -12,7 +12,8 @@ std::string render_slurm_conf(const spec::ClusterLayout& layout) {
   line("# slurm.conf of cluster " + layout.cluster_name + ", rendered by endured.");
   line("# Do not edit: endured rewrites it whenever the cluster's nodes change.");
   line("ClusterName=" + layout.cluster_name);
-  line(fmt::format("SlurmctldHost={}({})", layout.controller_node, layout.controller_address));
+  // slurmctld knows itself by its machine's hostname (a host's own name on a host).
+  line(fmt::format("SlurmctldHost={}({})", layout.controller_hostname, layout.controller_address));
   line(fmt::format("SlurmctldPort={}", layout.slurmctld_port));
   line("SlurmUser=root");
   line("SlurmdUser=root");
@@ -57,7 +58,7 @@ std::string render_slurm_conf(const spec::ClusterLayout& layout) {
     int tpc = n.threads_per_core > 1 && cpus % n.threads_per_core == 0 ? n.threads_per_core : 1;
     line(fmt::format("NodeName={} NodeAddr={} NodeHostname={} Port={} CPUs={} Sockets=1 "
                      "CoresPerSocket={} ThreadsPerCore={} RealMemory={} State={}",
-                     n.node_name, n.address, n.node_name, n.slurmd_port, cpus, cpus / tpc, tpc,
+                     n.node_name, n.address, n.hostname, n.slurmd_port, cpus, cpus / tpc, tpc,
                      n.type.memory_mib, state));
   };
   for (const auto& n : layout.nodes) {

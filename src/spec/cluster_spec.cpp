@@ -20,10 +20,11 @@ using Keys = std::vector<std::string_view>;
 // EKS and silently getting Slurm would be worse than an error.
 const Keys kCreateFields = {"ClusterName", "InstanceGroups", "NodeRecovery", "Tags", "VpcConfig"};
 const Keys kUpdateFields = {"ClusterName", "InstanceGroups", "NodeRecovery"};
-// ExecutionRole and InstanceStorageConfigs mean nothing to the local provider.
-const Keys kGroupFields = {"InstanceGroupName",     "InstanceType",   "InstanceCount",
-                           "LifeCycleConfig",       "ThreadsPerCore", "ExecutionRole",
-                           "InstanceStorageConfigs"};
+// ExecutionRole and InstanceStorageConfigs mean nothing here; HostPool and WarmSpares are
+// endure's own.
+const Keys kGroupFields = {"InstanceGroupName", "InstanceType",  "InstanceCount",
+                           "LifeCycleConfig",   "ThreadsPerCore", "ExecutionRole",
+                           "InstanceStorageConfigs", "HostPool", "WarmSpares"};
 const Keys kLifeCycleFields = {"SourceS3Uri", "OnCreate"};
 
 constexpr int kMaxNameLength = 63;
@@ -167,6 +168,8 @@ struct ListedGroup {
   bool name_ok = false;        // spec.name was read and is valid
   bool ok = false;             // the entry broke no rule of its own
   bool threads_given = false;  // ThreadsPerCore was in the request, not defaulted
+  bool pool_given = false;     // HostPool likewise
+  bool spares_given = false;   // WarmSpares likewise
 };
 
 ListedGroup check_group(const json& group, const std::string& path, Errors& errors) {
@@ -201,6 +204,20 @@ ListedGroup check_group(const json& group, const std::string& path, Errors& erro
   out.spec.threads_per_core =
       read_int_field(group, "ThreadsPerCore", join_path(path, "ThreadsPerCore"), 1, 2,
                      "must be 1 or 2", /*required=*/false, 1, errors);
+
+  const std::string pool_path = join_path(path, "HostPool");
+  out.pool_given = group.contains("HostPool");
+  out.spares_given = group.contains("WarmSpares");
+  if (out.pool_given) {
+    if (auto pool = read_string_field(group, "HostPool", pool_path, errors, false)) {
+      check_name(*pool, pool_path, errors);
+      out.spec.host_pool = *pool;
+    }
+  }
+  out.spec.warm_spares = read_int_field(
+      group, "WarmSpares", join_path(path, "WarmSpares"), 0, kMaxWarmSpares,
+      "must be an integer from 0 to " + std::to_string(kMaxWarmSpares), /*required=*/false, 0,
+      errors);
 
   auto role = group.find("ExecutionRole");
   if (role != group.end() && !role->is_string()) {
@@ -356,12 +373,18 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
       errors.push_back({join_path(listed.path, "LifeCycleConfig.OnCreate"),
                         fixed + found->lifecycle.on_create + ")"});
     }
+    if (listed.pool_given && listed.spec.host_pool != found->host_pool) {
+      errors.push_back({join_path(listed.path, "HostPool"),
+                        fixed + (found->host_pool.empty() ? "not set" : found->host_pool) + ")"});
+    }
     // Left out, ThreadsPerCore keeps its value rather than reverting to the default.
     if (listed.threads_given && listed.spec.threads_per_core != found->threads_per_core) {
       errors.push_back({join_path(listed.path, "ThreadsPerCore"),
                         fixed + std::to_string(found->threads_per_core) + ")"});
     }
     next.groups[index].instance_count = listed.spec.instance_count;
+    // Left out, WarmSpares keeps its value too.
+    if (listed.spares_given) next.groups[index].warm_spares = listed.spec.warm_spares;
   }
   if (groups_listed) {
     for (size_t i = 0; i < current.groups.size(); ++i) {
@@ -433,6 +456,8 @@ json ClusterSpec::to_json() const {
          {{"SourceS3Uri", group.lifecycle.source_uri}, {"OnCreate", group.lifecycle.on_create}}},
         {"ThreadsPerCore", group.threads_per_core},
     });
+    if (!group.host_pool.empty()) out_groups.back()["HostPool"] = group.host_pool;
+    if (group.warm_spares > 0) out_groups.back()["WarmSpares"] = group.warm_spares;
   }
   return {{"ClusterName", name}, {"InstanceGroups", out_groups}, {"NodeRecovery", node_recovery}};
 }

@@ -17,6 +17,7 @@
 namespace endure::spec {
 
 inline constexpr int kMaxInstanceGroups = 20;
+inline constexpr int kMaxWarmSpares = 8;  // per group
 inline constexpr int kMaxInstancesPerGroup = 64;  // keeps a group's ports and addresses in a block
 inline constexpr int kMaxInstancesPerCluster = 256;  // every node is a namespace on one host
 
@@ -39,6 +40,9 @@ struct InstanceGroupSpec {
   int instance_count = 0;     // InstanceCount
   LifeCycleConfig lifecycle;  // LifeCycleConfig
   int threads_per_core = 1;   // ThreadsPerCore: 1 or 2
+  // endure's own fields beside the cloud spec's:
+  std::string host_pool;  // HostPool: the registered pool its nodes are drawn from; empty: local
+  int warm_spares = 0;    // WarmSpares: nodes kept booted and checked, swapped in on a failure
 };
 
 struct ClusterSpec {

@@ -61,6 +61,7 @@ ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters&
       n.group_index = static_cast<int>(g);
       n.slot = s;
       n.node_name = node_name(group.name, s);
+      n.hostname = n.node_name;
       n.address = "127." + std::to_string(100 + cluster_index) + "." + std::to_string(g) + "." +
                   std::to_string(s + 1);
       n.slurmd_port = base + 1 + static_cast<int>(g) * kMaxInstancesPerGroup + s;
@@ -75,11 +76,25 @@ ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters&
       if (n.role == NodeRole::kController && layout.controller_node.empty()) {
         layout.controller_node = n.node_name;
         layout.controller_address = n.address;
+        layout.controller_hostname = n.hostname;
       }
       layout.nodes.push_back(std::move(n));
     }
   }
   return layout;
+}
+
+void place_on_hosts(ClusterLayout& layout, const std::map<std::string, HostPlacement>& by_node) {
+  for (auto& n : layout.nodes) {
+    auto it = by_node.find(n.node_name);
+    if (it == by_node.end()) continue;
+    n.hostname = it->second.hostname;
+    n.address = it->second.address;
+    if (n.node_name == layout.controller_node) {
+      layout.controller_hostname = n.hostname;
+      layout.controller_address = n.address;
+    }
+  }
 }
 
 Result<ClusterModel> load_cluster_model(const json& spec_json, const json& provisioning_json,

@@ -3,13 +3,14 @@
 // function of those, so a restarted controller computes the same layout.
 //
 // Cluster c (1..kMaxClusters), group g (its position in the spec), slot s:
-//   hostname  <group>-<s>
+//   hostname  <group>-<s> (a node placed on a registered host: the host's; see place_on_hosts)
 //   address   127.(100+c).g.(s+1)
 //   slurmd    port kPortBase + (c-1)*kPortsPerCluster + 1 + g*kMaxInstancesPerGroup + s
 //   slurmctld port kPortBase + (c-1)*kPortsPerCluster
 // Ports stay below Linux's ephemeral range (32768+) so no client socket can take them.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct NodeSlot {
   int group_index = 0;
   int slot = 0;
   std::string node_name;
+  std::string hostname;  // the machine's own name: node_name, or the host it was placed on
   std::string address;
   int slurmd_port = 0;
   NodeRole role = NodeRole::kWorker;
@@ -42,6 +44,7 @@ struct ClusterLayout {
   int slurmctld_port = 0;
   std::string controller_node;  // "" when the controller group has no instance
   std::string controller_address;
+  std::string controller_hostname;
   std::vector<NodeSlot> nodes;  // every desired slot, by group then slot
   std::vector<std::string> partition_names;  // in worker_groups order, each once
   // Slot 0 of each worker group scaled to 0: Slurm 22.05 refuses a slurm.conf with no
@@ -61,6 +64,16 @@ std::string node_name(const std::string& group, int slot);
 // its name, address and port.
 ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters& params,
                           int cluster_index, const json& removed_slots = json::object());
+
+// A node placed on a registered host: the Slurm NodeName stays the slot's, the machine is
+// the host's (NodeHostname, NodeAddr).
+struct HostPlacement {
+  std::string hostname;
+  std::string address;
+};
+
+// Moves the named nodes (by node name) onto their hosts; the others keep the local layout.
+void place_on_hosts(ClusterLayout& layout, const std::map<std::string, HostPlacement>& by_node);
 
 // A stored cluster, read back: its spec, its roles and its layout.
 struct ClusterModel {

@@ -19,7 +19,8 @@ const std::vector<S> kAll = {S::kAvailable, S::kBootstrapping, S::kInUse, S::kQu
 TEST(HostStates, EveryChangeIsAllowedOrRefusedAsTheDiagramSays) {
   const std::set<std::pair<S, S>> allowed = {
       {S::kAvailable, S::kBootstrapping},   {S::kBootstrapping, S::kInUse},
-      {S::kBootstrapping, S::kQuarantined}, {S::kInUse, S::kAvailable},
+      {S::kBootstrapping, S::kQuarantined}, {S::kBootstrapping, S::kAvailable},
+      {S::kInUse, S::kAvailable},
       {S::kInUse, S::kQuarantined},         {S::kQuarantined, S::kAvailable}};
   for (S from : kAll) {
     for (S to : kAll) {

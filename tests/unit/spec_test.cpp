@@ -160,6 +160,14 @@ std::vector<MalformedCase> malformed_cases() {
        "InstanceGroups[0].ThreadsPerCore"},
       {"execution_role_number", with_group_field(R"("ExecutionRole":1)"),
        "InstanceGroups[0].ExecutionRole"},
+      {"host_pool_empty", with_group_field(R"("HostPool":"")"), "InstanceGroups[0].HostPool"},
+      {"host_pool_bad_name", with_group_field(R"("HostPool":"rack a")"),
+       "InstanceGroups[0].HostPool"},
+      {"host_pool_number", with_group_field(R"("HostPool":7)"), "InstanceGroups[0].HostPool"},
+      {"warm_spares_negative", with_group_field(R"("WarmSpares":-1)"),
+       "InstanceGroups[0].WarmSpares"},
+      {"warm_spares_over_max", with_group_field(R"("WarmSpares":9)"),
+       "InstanceGroups[0].WarmSpares"},
       {"node_recovery_unknown", with_top(R"("NodeRecovery":"Manual")"), "NodeRecovery"},
       {"node_recovery_lowercase", with_top(R"("NodeRecovery":"automatic")"), "NodeRecovery"},
       {"node_recovery_bool", with_top(R"("NodeRecovery":true)"), "NodeRecovery"},
@@ -393,6 +401,45 @@ TEST(SpecUpdateTest, AcceptsGroupsInAnyOrderAndOmittedThreadsPerCore) {
   ASSERT_TRUE(next.ok()) << next.error().message;
   EXPECT_EQ(next->groups[0].name, "controller");  // the spec's order is kept
   EXPECT_EQ(next->find_group("worker")->threads_per_core, 2);
+}
+
+TEST(SpecTest, ReadsHostPoolAndWarmSparesAndEchoesThemOnlyWhenSet) {
+  json request = json::parse(kValidSpec);
+  request["InstanceGroups"][1]["HostPool"] = "rack-a";
+  request["InstanceGroups"][1]["WarmSpares"] = 2;
+  Result<ClusterSpec> spec = parse_cluster_spec(request);
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  EXPECT_EQ(spec->find_group("worker")->host_pool, "rack-a");
+  EXPECT_EQ(spec->find_group("worker")->warm_spares, 2);
+  EXPECT_EQ(spec->find_group("controller")->host_pool, "");
+  json echoed = spec->to_json();
+  EXPECT_EQ(echoed["InstanceGroups"][1]["HostPool"], "rack-a");
+  EXPECT_EQ(echoed["InstanceGroups"][1]["WarmSpares"], 2);
+  EXPECT_FALSE(echoed["InstanceGroups"][0].contains("HostPool"));
+  EXPECT_FALSE(echoed["InstanceGroups"][0].contains("WarmSpares"));
+}
+
+TEST(SpecUpdateTest, ChangesWarmSparesKeepsThemWhenLeftOutAndRefusesANewHostPool) {
+  json create = json::parse(kValidSpec);
+  create["InstanceGroups"][1]["HostPool"] = "rack-a";
+  create["InstanceGroups"][1]["WarmSpares"] = 1;
+  ClusterSpec current = *parse_cluster_spec(create);
+  json request = current.to_json();
+  request["InstanceGroups"][1]["WarmSpares"] = 3;
+  auto more = apply_cluster_update(current, request);
+  ASSERT_TRUE(more.ok()) << more.error().message;
+  EXPECT_EQ(more->find_group("worker")->warm_spares, 3);
+
+  request["InstanceGroups"][1].erase("WarmSpares");
+  request["InstanceGroups"][1].erase("HostPool");
+  auto kept = apply_cluster_update(*more, request);
+  ASSERT_TRUE(kept.ok()) << kept.error().message;
+  EXPECT_EQ(kept->find_group("worker")->warm_spares, 3);
+  EXPECT_EQ(kept->find_group("worker")->host_pool, "rack-a");
+
+  request["InstanceGroups"][1]["HostPool"] = "rack-b";
+  EXPECT_EQ(update_error_paths(*more, request),
+            std::vector<std::string>{"InstanceGroups[1].HostPool"});
 }
 
 TEST(SpecUpdateTest, RejectsTypeChange) {

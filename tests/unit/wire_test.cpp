@@ -58,7 +58,8 @@ const std::vector<Sample>& samples() {
   static const std::vector<Sample> all = {
       {kCreateCluster, round_trip<CreateClusterRequest>,
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC
-       R"(,"ThreadsPerCore":1,"ExecutionRole":"arn:role","InstanceStorageConfigs":[]}],)"
+       R"(,"ThreadsPerCore":1,"ExecutionRole":"arn:role","InstanceStorageConfigs":[],)"
+       R"("HostPool":"rack-a","WarmSpares":1}],)"
        R"("NodeRecovery":"None","Tags":[],"VpcConfig":{}})",
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}", round_trip<CreateClusterReply>,
        ARN, ""},
@@ -69,7 +70,8 @@ const std::vector<Sample>& samples() {
        R"("FailureMessage":"no slurmctld","InstanceGroups":[{"InstanceGroupName":"worker",)"
        R"("InstanceType":"ml.c5.xlarge","CurrentCount":1,"TargetCount":2,"LifeCycleConfig":)"
        R"({"SourceS3Uri":"/lc","OnCreate":"on_create.sh"},"ThreadsPerCore":1,"Role":"Worker",)"
-       R"("PartitionName":"dev"}],"NodeRecovery":"Automatic","SlurmControllerNode":)"
+       R"("PartitionName":"dev","HostPool":"rack-a","WarmSpares":1}],"NodeRecovery":)"
+       R"("Automatic","SlurmControllerNode":)"
        R"("controller-0","SlurmctldPort":6817,"SharedFolder":"/e/clusters/c-1/fsx"})",
        R"({"ClusterArn":"a","ClusterId":"c-1","ClusterName":"ml","ClusterStatus":"InService",)"
        R"("CreationTime":"t","InstanceGroups":[{"InstanceGroupName":"controller",)"

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Starts slurmctld on /etc/slurm/slurm.conf (rendered by endured) and waits until it answers.
 set -euo pipefail
-mkdir -p /var/spool/slurm/ctld
+mkdir -p /var/spool/slurm/ctld /var/log/slurm /run/slurm
 slurmctld
 for _ in $(seq 150); do
   if scontrol ping 2>/dev/null | grep -q "is UP"; then

@@ -18,12 +18,20 @@ using namespace std::chrono_literals;
 const char* const kPrograms[] = {"endure-agent", "endure-auto-resume", "endure-fsx"};
 const char* const kLibraries[] = {"auto_resume.so"};
 constexpr const char* kServiceScript = "/opt/endure/bin/endure-agent-service";
-constexpr const char* kServicePid = "/run/endure-agent-service.pid";
-constexpr const char* kAgentLog = "/var/log/endure-agent.log";
+constexpr const char* kServicePid = kHostServicePidFile;
+constexpr const char* kAgentLog = kHostAgentLog;
 constexpr const char* kRcLocal = "/etc/rc.local";
 constexpr const char* kUnitPath = "/etc/systemd/system/endure-agent.service";
 constexpr const char* kBlockBegin = "# endure: begin (written by endured; do not edit)";
 constexpr const char* kBlockEnd = "# endure: end";
+// The host's own files that a node's files replace (outside /opt/endure) are kept here,
+// listed in kWrittenList, and put back when the host is cleaned.
+constexpr const char* kSavedDir = "/opt/endure/saved";
+constexpr const char* kWrittenList = "/opt/endure/written.list";
+// Host files the base lifecycle scripts replace (the cluster's munge key, srun's
+// auto-resume plugin): kept likewise.
+constexpr const char* kLifecycleReplaces[] = {"/etc/munge/munge.key",
+                                              "/etc/slurm/plugstack.conf.d/auto_resume.conf"};
 
 std::string sha256_hex(const std::string& data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
@@ -151,10 +159,37 @@ std::string agent_service_script() {
       fmt::arg("config", node::kAgentConfigPath), fmt::arg("agent_pid", node::kAgentPidFile));
 }
 
+// The node's folders, and a copy of every host file the node's files will replace (taken
+// once: a bootstrap run again keeps the host's original, not endure's).
+Status prepare_host(SshClient& ssh, const LaunchRequest& request) {
+  std::string script = "set -e\n";
+  for (const char* d : node::kNodeFolders) script += "mkdir -p " + shell_quote(d) + "\n";
+  script += fmt::format("mkdir -p {0}; touch {1}\n", kSavedDir, kWrittenList);
+  std::string prefix = std::string(node::kEndureDir) + "/";
+  std::vector<std::string> replaced(std::begin(kLifecycleReplaces), std::end(kLifecycleReplaces));
+  for (const auto* files : {&request.files, &request.secret_files}) {
+    for (const auto& [path, content] : *files) {
+      if (path.rfind(prefix, 0) != 0) replaced.push_back(path);
+    }
+  }
+  for (const auto& path : replaced) {
+    script += fmt::format(
+        "if ! grep -qxF {0} {1}; then\n"
+        "  if [ -e {0} ]; then mkdir -p {2}$(dirname {0}); cp -a {0} {2}{0}; fi\n"
+        "  echo {0} >> {1}\n"
+        "fi\n",
+        shell_quote(path), kWrittenList, kSavedDir);
+  }
+  auto out = ssh.run(script, 60s);
+  if (out.exit_code != 0) return ssh.failure("prepare the node's folders", out);
+  return {};
+}
+
 Status bootstrap_host(SshClient& ssh, const NodeSoftware& software, const LaunchRequest& request,
                       const std::string& endure_ca_pem) {
   if (auto s = ssh.connect(); !s) return s;
   if (auto s = copy_software(ssh, software); !s) return s;
+  if (auto s = prepare_host(ssh, request); !s) return s;
   for (const auto& [path, content] : request.files) {
     if (auto s = ssh.write_file(path, content, 0644); !s) return s;
   }
@@ -179,13 +214,20 @@ Status clean_host(SshClient& ssh) {
       "  rm -f \"$f\"\n"
       "done\n"
       "mountpoint -q /fsx && umount -l /fsx\n"
+      // The host's own files back where the node's were (or the node's removed).
+      "if [ -f {written} ]; then\n"
+      "  while IFS= read -r f; do\n"
+      "    if [ -e \"{saved}$f\" ]; then cp -a \"{saved}$f\" \"$f\"; else rm -f \"$f\"; fi\n"
+      "  done < {written}\n"
+      "fi\n"
       "[ -f {rc} ] && sed -i '/^{begin}$/,/^{end}$/d' {rc}\n"
       "rm -rf {dir} {log}\n"
       "true\n",
       fmt::arg("unit", kUnitPath), fmt::arg("service_pid", kServicePid),
       fmt::arg("agent_pid", node::kAgentPidFile), fmt::arg("fsx_pid", node::kFsxPidFile),
       fmt::arg("rc", kRcLocal), fmt::arg("begin", kBlockBegin), fmt::arg("end", kBlockEnd),
-      fmt::arg("dir", node::kEndureDir), fmt::arg("log", kAgentLog));
+      fmt::arg("dir", node::kEndureDir), fmt::arg("log", kAgentLog),
+      fmt::arg("written", kWrittenList), fmt::arg("saved", kSavedDir));
   auto out = ssh.run(script, 60s);
   if (out.exit_code != 0) return ssh.failure("clean up endure", out);
   return {};

@@ -13,6 +13,10 @@
 
 namespace endure::provider {
 
+// Where bootstrap_host puts its service on a host (the node contract's paths aside).
+inline constexpr const char* kHostServicePidFile = "/run/endure-agent-service.pid";
+inline constexpr const char* kHostAgentLog = "/var/log/endure-agent.log";
+
 // Where endure's node programs are on endured's machine.
 struct NodeSoftware {
   std::filesystem::path bin_dir;  // endure-agent, endure-auto-resume, endure-fsx

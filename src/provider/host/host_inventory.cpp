@@ -14,7 +14,7 @@ using S = HostState;
 const std::map<S, std::vector<S>>& next_states() {
   static const std::map<S, std::vector<S>> table = {
       {S::kAvailable, {S::kBootstrapping}},
-      {S::kBootstrapping, {S::kInUse, S::kQuarantined}},
+      {S::kBootstrapping, {S::kInUse, S::kAvailable, S::kQuarantined}},
       {S::kInUse, {S::kAvailable, S::kQuarantined}},
       {S::kQuarantined, {S::kAvailable}},
   };

@@ -3,7 +3,8 @@
 // The store keeps the records; the host provider acts on these decisions.
 //
 //   Available ──pick──► Bootstrapping ──in service──► InUse ──released──► Available
-//       ▲                    │ unreachable, failed            │ replaced (its verdict)
+//       ▲                    │ (released: Available)          │
+//       │                    │ unreachable, failed            │ replaced (its verdict)
 //       │                    ▼ bootstrap or basic checks      ▼
 //       └──returned────── Quarantined ◄──────────────────────┘
 #pragma once

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "api/node_contract.h"
+#include "provider/host/host_bootstrap.h"
 
 namespace endure::provider {
 
@@ -43,6 +44,18 @@ NodeProbe probe_host(SshClient& ssh, std::chrono::milliseconds timeout) {
   }
   out.detail = fmt::format("answers over SSH; agent {}", to_string(out.agent));
   return out;
+}
+
+Result<bool> host_service_running(SshClient& ssh, std::chrono::milliseconds timeout) {
+  auto out = ssh.run(fmt::format("for f in {} {}; do\n"
+                                 "  p=$(cat $f 2>/dev/null) && [ -n \"$p\" ] && kill -0 $p 2>/dev/null"
+                                 " && {{ echo yes; exit 0; }}\n"
+                                 "done\n"
+                                 "echo no\n",
+                                 kHostServicePidFile, node::kAgentPidFile),
+                     timeout);
+  if (out.exit_code != 0) return ssh.failure("look at the agent's service", out);
+  return out.out.rfind("yes", 0) == 0;
 }
 
 Status check_host_basics(SshClient& ssh, std::chrono::milliseconds timeout) {

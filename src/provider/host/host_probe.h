@@ -14,6 +14,10 @@ namespace endure::provider {
 // timeout is unknown: a pulled plug and a cut network look the same from here.
 NodeProbe probe_host(SshClient& ssh, std::chrono::milliseconds timeout);
 
+// Whether endure's agent service runs on the host (its supervisor or the agent itself is
+// alive): what "the instance runs" means on a host. An error when the host does not answer.
+Result<bool> host_service_running(SshClient& ssh, std::chrono::milliseconds timeout);
+
 // The basic checks a host passes before it serves a node and when it comes back from
 // repair: it is the host registered (its SSH host key), it answers within timeout, it runs
 // Linux, endure works there as root, and its root file system has room (64 MiB) for

@@ -29,8 +29,19 @@ Result<std::vector<HostRecord>> HostRegistry::register_pools(const json& file) {
   auto pools = parse_host_pools(file);
   if (!pools) return pools.error();
   std::lock_guard lock(mu_);
-  auto merged = merge_registration(read_all(), *pools);
+  auto known = read_all();
+  auto merged = merge_registration(known, *pools);
   if (!merged) return merged.error();
+  // A host registered anew (another address, port or key) is checked against it again.
+  for (const auto& old : known) {
+    for (const auto& now : *merged) {
+      const SshTarget &a = old.host.ssh, &b = now.host.ssh;
+      if (a.name == b.name &&
+          (a.address != b.address || a.port != b.port || a.host_key != b.host_key)) {
+        ssh(old).forget();
+      }
+    }
+  }
   std::vector<store::HostRow> rows;
   std::map<std::string, int> next_position;
   for (const auto& r : *merged) rows.push_back(to_row(r, next_position[r.pool]++));
@@ -68,6 +79,18 @@ std::optional<HostRecord> HostRegistry::serving(const std::string& cluster_id,
   for (auto& r : read_all()) {
     bool serves = r.state == HostState::kBootstrapping || r.state == HostState::kInUse;
     if (serves && r.cluster_id == cluster_id && r.instance_id == instance_id) return std::move(r);
+  }
+  return std::nullopt;
+}
+
+std::optional<HostRecord> HostRegistry::host_of(const std::string& cluster_id,
+                                                const std::string& instance_id) {
+  std::lock_guard lock(mu_);
+  for (auto& r : read_all()) {
+    if (r.state != HostState::kAvailable && r.cluster_id == cluster_id &&
+        r.instance_id == instance_id) {
+      return std::move(r);
+    }
   }
   return std::nullopt;
 }

@@ -35,6 +35,10 @@ class HostRegistry {
   // The host that serves an instance (Bootstrapping or InUse), if any.
   std::optional<HostRecord> serving(const std::string& cluster_id, const std::string& instance_id);
 
+  // The host an instance was given, in any state but Available (a Quarantined one keeps
+  // whom it served), if any.
+  std::optional<HostRecord> host_of(const std::string& cluster_id, const std::string& instance_id);
+
   // Gives an instance the next Available host of pool not in tried, now Bootstrapping for
   // it; nullopt when the pool has none left.
   Result<std::optional<HostRecord>> claim(const std::string& pool, const std::string& cluster_id,

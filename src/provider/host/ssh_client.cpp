@@ -10,15 +10,15 @@
 
 namespace endure::provider {
 
-namespace {
-
-using namespace std::chrono_literals;
-
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
 }
+
+namespace {
+
+using namespace std::chrono_literals;
 
 long seconds_at_least_one(std::chrono::milliseconds t) {
   return std::max<long>(1, static_cast<long>((t.count() + 999) / 1000));
@@ -149,6 +149,14 @@ Status SshClient::connect(std::chrono::milliseconds timeout) {
   auto out = run("true", timeout);
   if (out.exit_code != 0) return failure("connect", out);
   return {};
+}
+
+bool SshClient::trusted() const { return std::filesystem::exists(known_hosts_); }
+
+void SshClient::forget() {
+  disconnect();
+  std::error_code ec;
+  std::filesystem::remove(known_hosts_, ec);
 }
 
 process::Output SshClient::run(const std::string& command, std::chrono::milliseconds timeout,

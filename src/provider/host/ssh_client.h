@@ -22,6 +22,9 @@ struct SshTarget {
   std::string host_key;
 };
 
+// s as one word of a POSIX shell command line.
+std::string shell_quote(const std::string& s);
+
 // "SHA256:..." fingerprints: a fingerprint rather than a key.
 bool is_fingerprint(const std::string& host_key);
 
@@ -35,6 +38,12 @@ class SshClient {
   // host offers, checked against it) and connects once. Errors: HostKeyMismatch when the
   // host is not the one registered, HostUnreachable when it does not answer in time.
   Status connect(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+  // Whether connect() has recorded the host's key here (the client's state outlives it).
+  bool trusted() const;
+  // Forgets the host's recorded key and ends the connection: the next connect() checks the
+  // host against its registration again.
+  void forget();
 
   // Runs a shell command on the host. exit_code 255 with timed_out false: ssh itself
   // failed (the error is in err).

@@ -188,9 +188,8 @@ Result<int> LocalProvider::launch(const LaunchRequest& request) {
       return s.error();
     }
   }
-  for (const char* d :
-       {"root/etc/slurm/plugstack.conf.d", "root/opt/endure/config", "root/opt/endure/boot.d"}) {
-    if (auto s = fs::make_dirs(dir / d); !s) return s.error();
+  for (const char* d : node::kNodeFolders) {
+    if (auto s = fs::make_dirs(dir / "root" / (d + 1)); !s) return s.error();
   }
   if (auto s = mount_local_disk(dir / "local", request.local_disk_mib); !s) return s.error();
   std::error_code ec;

@@ -1,0 +1,129 @@
+// A cluster on registered hosts reached over SSH: every node on a host of its pool, under
+// its slot's Slurm name with the host's name and address; srun runs across the hosts; a
+// spec naming a pool that is not registered is refused; deleting the cluster leaves every
+// host clean and back in its pool.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "integration/harness.h"
+#include "integration/test_hosts.h"
+
+namespace endure::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+class HostCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(hosts_.ok()) << hosts_.error();
+    e_ = std::make_unique<Endured>(dir_.path() / "home");
+    std::filesystem::create_directories(e_->home());
+    std::ofstream(e_->home() / "config.json") << json{{"AgentTlsPort", e_->port() + 1000}}.dump();
+    e_->start();
+    auto file = dir_.path() / "pools.json";
+    std::ofstream(file) << hosts_.pool_file("rack-a").dump(2);
+    auto registered = e_->cli({"register-host-pools", "--cli-input-json", "file://" + file.string()});
+    ASSERT_EQ(registered.exit_code, 0) << registered.err;
+  }
+  void TearDown() override {
+    if (e_) e_->delete_all_clusters();
+  }
+
+  json spec(const std::string& name, int workers, const std::string& pool = "rack-a") {
+    json s = make_spec(name, workers);
+    for (auto& g : s["InstanceGroups"]) g["HostPool"] = pool;
+    return s;
+  }
+  // HostName -> its summary.
+  std::map<std::string, json> hosts_by_name() {
+    auto out = e_->cli({"list-hosts", "--output", "json"});
+    EXPECT_EQ(out.exit_code, 0) << out.err;
+    std::map<std::string, json> by_name;
+    const json reply = json::parse(out.out);
+    for (const auto& h : reply["HostSummaries"]) by_name[h["HostName"]] = h;
+    return by_name;
+  }
+  std::size_t index_of(const std::string& host_name) {
+    for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
+      if (hosts_[i].name == host_name) return i;
+    }
+    return 0;
+  }
+
+  TempDir dir_;
+  TestHosts hosts_{4, 5};
+  std::unique_ptr<Endured> e_;
+};
+
+TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
+  auto unknown = e_->call("CreateCluster", spec("ml", 2, "rack-z"));
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.error().message.find("InstanceGroups[0].HostPool: no pool named rack-z"),
+            std::string::npos)
+      << unknown.error().message;
+
+  // The host's own Slurm and munge files, as they are before a node is put there.
+  const std::string own_files =
+      "find /etc/slurm /etc/munge -type f -exec sha256sum {} + 2>/dev/null | sort";
+  std::vector<std::string> before;
+  for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
+    before.push_back(hosts_.ssh(i, own_files).out);
+  }
+  ASSERT_TRUE(e_->call("CreateCluster", spec("ml", 3)).ok());
+  ASSERT_EQ(e_->wait_status("ml", {"InService", "Failed"}, 180s), "InService")
+      << e_->cli({"list-cluster-events", "--cluster-name", "ml"}).out
+      << e_->cli({"list-cluster-nodes", "--cluster-name", "ml"}).out
+      << e_->cli({"list-hosts"}).out;
+
+  auto in_use = hosts_by_name();
+  ASSERT_EQ(in_use.size(), 4u);
+  std::string controller_host;
+  for (const auto& [name, h] : in_use) {
+    EXPECT_EQ(h["State"], "InUse") << h.dump();
+    auto node = e_->call("DescribeClusterNode", {{"ClusterName", "ml"}, {"NodeId", h["InstanceId"]}});
+    ASSERT_TRUE(node.ok()) << node.error().message;
+    const json& details = (*node)["NodeDetails"];
+    // The Slurm name is the slot's; the machine is the host.
+    EXPECT_EQ(details["PrivatePrimaryIp"], h["Address"]) << details.dump();
+    if (details["NodeName"] == "controller-0") controller_host = name;
+  }
+  ASSERT_FALSE(controller_host.empty());
+  auto exec = e_->cli({"exec", "--cluster-name", "ml", "--node", "controller-0", "--", "true"});
+  EXPECT_EQ(exec.exit_code, 1);
+  EXPECT_NE(exec.err.find("reach it with ssh"), std::string::npos) << exec.err;
+
+  auto srun = hosts_.ssh(index_of(controller_host), "srun -N3 hostname | sort");
+  ASSERT_EQ(srun.exit_code, 0) << srun.err;
+  int on_hosts = 0;
+  for (const auto& [name, h] : in_use) {
+    if (name != controller_host && srun.out.find(name + "\n") != std::string::npos) ++on_hosts;
+  }
+  EXPECT_EQ(on_hosts, 3) << srun.out;
+  // The munge key is the root's alone on every host.
+  for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
+    EXPECT_EQ(hosts_.ssh(i, "stat -c %a /etc/munge/munge.key").out, "400\n") << hosts_[i].name;
+  }
+
+  ASSERT_TRUE(e_->call("DeleteCluster", {{"ClusterName", "ml"}}).ok());
+  ASSERT_TRUE(wait_until([&] { return !e_->call("DescribeCluster", {{"ClusterName", "ml"}}).ok(); },
+                         120s));
+  for (const auto& [name, h] : hosts_by_name()) {
+    EXPECT_EQ(h["State"], "Available") << h.dump();
+    EXPECT_FALSE(h.contains("InstanceId")) << h.dump();
+  }
+  for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
+    auto left = hosts_.ssh(i, "pgrep -fa '[e]ndure|[s]lurm[cd]|[m]unged'; ls /opt/endure 2>&1");
+    EXPECT_NE(left.out.find("No such file"), std::string::npos)
+        << hosts_[i].name << " still has: " << left.out;
+    EXPECT_EQ(left.out.find("endure-agent"), std::string::npos) << left.out;
+    EXPECT_EQ(left.out.find("slurmd"), std::string::npos) << left.out;
+    EXPECT_EQ(hosts_.ssh(i, own_files).out, before[i]) << hosts_[i].name << ": files not restored";
+  }
+}
+
+}  // namespace
+}  // namespace endure::test
