@@ -25,10 +25,10 @@ Result<std::string> source_address_toward(const std::string& address) {
     if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
         ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) {
       char text[INET6_ADDRSTRLEN] = {};
-      const void* where = local.ss_family == AF_INET
-                              ? static_cast<const void*>(
-                                    &reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-                              : &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr;
+      const void* where =
+          local.ss_family == AF_INET
+              ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+              : &reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr;
       if (inet_ntop(local.ss_family, where, text, sizeof text)) out = std::string(text);
     }
     ::close(fd);

@@ -54,6 +54,11 @@ void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
   }
   bool restart = !known || known_names != wanted_names;
   Status s = restart ? client.restart_controller() : client.reconfigure();
+  // A node that moved to another host keeps its name: slurmctld is told where it runs now.
+  for (const auto& n : layout.nodes) {
+    if (!s || restart || n.role != spec::NodeRole::kWorker || !n.on_host) continue;
+    s = client.move_node(n.node_name, n.address, n.hostname);
+  }
   if (!s) {
     log::warn("{}: {}", cluster.name, s.error().message);
     return;

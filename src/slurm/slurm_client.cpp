@@ -58,6 +58,15 @@ Status SlurmClient::resume(const std::string& node) const {
   return {};
 }
 
+Status SlurmClient::move_node(const std::string& node, const std::string& address,
+                              const std::string& hostname) const {
+  auto out = run_({"scontrol", "update", "nodename=" + node, "nodeaddr=" + address,
+                   "nodehostname=" + hostname},
+                  15s);
+  if (out.exit_code != 0) return command_error("scontrol update nodeaddr " + node, out);
+  return {};
+}
+
 Status SlurmClient::create_maintenance_reservation(const std::string& name,
                                                    const std::vector<std::string>& nodes) const {
   std::string list;

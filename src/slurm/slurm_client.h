@@ -67,6 +67,10 @@ class SlurmClient {
   Status drain(const std::string& node, const std::string& reason) const;
   // Back to service.
   Status resume(const std::string& node) const;
+  // Where the node now runs (a registered host that took its name), without restarting
+  // slurmctld.
+  Status move_node(const std::string& node, const std::string& address,
+                   const std::string& hostname) const;
 
   // A maintenance reservation of nodes (no new job starts on them; running ones go on).
   Status create_maintenance_reservation(const std::string& name,

@@ -90,6 +90,7 @@ void place_on_hosts(ClusterLayout& layout, const std::map<std::string, HostPlace
     if (it == by_node.end()) continue;
     n.hostname = it->second.hostname;
     n.address = it->second.address;
+    n.on_host = true;
     if (n.node_name == layout.controller_node) {
       layout.controller_hostname = n.hostname;
       layout.controller_address = n.address;

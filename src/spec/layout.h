@@ -30,6 +30,7 @@ struct NodeSlot {
   int slot = 0;
   std::string node_name;
   std::string hostname;  // the machine's own name: node_name, or the host it was placed on
+  bool on_host = false;  // placed on a registered host (place_on_hosts)
   std::string address;
   int slurmd_port = 0;
   NodeRole role = NodeRole::kWorker;

@@ -26,7 +26,8 @@ class HostCluster : public ::testing::Test {
     e_->start();
     auto file = dir_.path() / "pools.json";
     std::ofstream(file) << hosts_.pool_file("rack-a").dump(2);
-    auto registered = e_->cli({"register-host-pools", "--cli-input-json", "file://" + file.string()});
+    auto registered =
+        e_->cli({"register-host-pools", "--cli-input-json", "file://" + file.string()});
     ASSERT_EQ(registered.exit_code, 0) << registered.err;
   }
   void TearDown() override {
@@ -55,7 +56,7 @@ class HostCluster : public ::testing::Test {
   }
 
   TempDir dir_;
-  TestHosts hosts_{4, 5};
+  TestHosts hosts_{5, 5};
   std::unique_ptr<Endured> e_;
 };
 
@@ -76,15 +77,23 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
   ASSERT_TRUE(e_->call("CreateCluster", spec("ml", 3)).ok());
   ASSERT_EQ(e_->wait_status("ml", {"InService", "Failed"}, 180s), "InService")
       << e_->cli({"list-cluster-events", "--cluster-name", "ml"}).out
-      << e_->cli({"list-cluster-nodes", "--cluster-name", "ml"}).out
-      << e_->cli({"list-hosts"}).out;
+      << e_->cli({"list-cluster-nodes", "--cluster-name", "ml"}).out << e_->cli({"list-hosts"}).out;
 
   auto in_use = hosts_by_name();
-  ASSERT_EQ(in_use.size(), 4u);
+  ASSERT_EQ(in_use.size(), 5u);
   std::string controller_host;
+  for (auto it = in_use.begin(); it != in_use.end();) {
+    if (it->second["State"] == "Available") {
+      it = in_use.erase(it);  // the pool's fifth host: not needed
+    } else {
+      ++it;
+    }
+  }
+  ASSERT_EQ(in_use.size(), 4u);
   for (const auto& [name, h] : in_use) {
     EXPECT_EQ(h["State"], "InUse") << h.dump();
-    auto node = e_->call("DescribeClusterNode", {{"ClusterName", "ml"}, {"NodeId", h["InstanceId"]}});
+    auto node =
+        e_->call("DescribeClusterNode", {{"ClusterName", "ml"}, {"NodeId", h["InstanceId"]}});
     ASSERT_TRUE(node.ok()) << node.error().message;
     const json& details = (*node)["NodeDetails"];
     // The Slurm name is the slot's; the machine is the host.
@@ -109,8 +118,11 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
   }
 
   ASSERT_TRUE(e_->call("DeleteCluster", {{"ClusterName", "ml"}}).ok());
-  ASSERT_TRUE(wait_until([&] { return !e_->call("DescribeCluster", {{"ClusterName", "ml"}}).ok(); },
-                         120s));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return !e_->call("DescribeCluster", {{"ClusterName", "ml"}}).ok();
+      },
+      120s));
   for (const auto& [name, h] : hosts_by_name()) {
     EXPECT_EQ(h["State"], "Available") << h.dump();
     EXPECT_FALSE(h.contains("InstanceId")) << h.dump();
@@ -123,6 +135,69 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
     EXPECT_EQ(left.out.find("slurmd"), std::string::npos) << left.out;
     EXPECT_EQ(hosts_.ssh(i, own_files).out, before[i]) << hosts_[i].name << ": files not restored";
   }
+}
+
+// The node on each host, by node name: {host name, instance id}.
+std::map<std::string, std::pair<std::string, std::string>> nodes_on_hosts(
+    const std::map<std::string, json>& hosts, const Endured& e) {
+  std::map<std::string, std::pair<std::string, std::string>> out;
+  for (const auto& [name, h] : hosts) {
+    if (!h.contains("InstanceId")) continue;
+    auto node = e.call("DescribeClusterNode", {{"ClusterName", "ml"}, {"NodeId", h["InstanceId"]}});
+    if (node) out[(*node)["NodeDetails"]["NodeName"]] = {name, h["InstanceId"]};
+  }
+  return out;
+}
+
+TEST_F(HostCluster, APulledWorkerHostIsSetAsideAndTheNextHostTakesItsSlurmName) {
+  ASSERT_TRUE(e_->call("CreateCluster", spec("ml", 3)).ok());
+  ASSERT_EQ(e_->wait_status("ml", {"InService", "Failed"}, 180s), "InService");
+  auto before = nodes_on_hosts(hosts_by_name(), *e_);
+  ASSERT_EQ(before.size(), 4u);
+  const auto [pulled, old_instance] = before["worker-1"];
+  const auto controller_host = before["controller-0"].first;
+
+  ASSERT_EQ(hosts_.power(index_of(pulled), "off").exit_code, 0);
+  std::pair<std::string, std::string> now;
+  bool replaced = wait_until(
+      [&] {
+        auto node =
+            e_->call("DescribeClusterNode", {{"ClusterName", "ml"}, {"NodeId", "worker-1"}});
+        if (!node) return false;
+        const json& d = (*node)["NodeDetails"];
+        if (d["InstanceId"] == old_instance || d["InstanceStatus"]["Status"] != "Running") {
+          return false;
+        }
+        now = nodes_on_hosts(hosts_by_name(), *e_)["worker-1"];
+        return true;
+      },
+      120s);
+  ASSERT_TRUE(replaced) << e_->cli({"list-cluster-events", "--cluster-name", "ml"}).out
+                        << e_->cli({"list-hosts"}).out;
+  EXPECT_NE(now.first, pulled);
+  EXPECT_NE(now.second, old_instance);
+  auto hosts = hosts_by_name();
+  EXPECT_EQ(hosts[pulled]["State"], "Quarantined") << hosts[pulled].dump();
+  EXPECT_FALSE(hosts[pulled].value("Reason", "").empty()) << hosts[pulled].dump();
+  EXPECT_EQ(hosts[now.first]["State"], "InUse");
+
+  // Slurm reaches worker-1 on its new host, by the same name.
+  bool ran = wait_until(
+      [&] {
+        auto srun = hosts_.ssh(index_of(controller_host), "timeout 20 srun -N3 hostname");
+        return srun.exit_code == 0 && srun.out.find(now.first + "\n") != std::string::npos;
+      },
+      60s);
+  EXPECT_TRUE(ran)
+      << hosts_.ssh(index_of(controller_host), "sinfo -N; scontrol show node worker-1").out;
+
+  // Back from repair only when it passes basic checks.
+  auto refused = e_->cli({"return-host", "--host-name", pulled});
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  ASSERT_EQ(hosts_.power(index_of(pulled), "on").exit_code, 0);
+  auto returned = e_->cli({"return-host", "--host-name", pulled, "--output", "json"});
+  ASSERT_EQ(returned.exit_code, 0) << returned.err;
+  EXPECT_EQ(json::parse(returned.out)["Host"]["State"], "Available");
 }
 
 }  // namespace

@@ -108,6 +108,23 @@ TEST(SlurmConfTest, ControllerHostAndPort) {
   EXPECT_TRUE(has_line(conf3, "SlurmctldPort=" + std::to_string(third.slurmctld_port)));
 }
 
+TEST(SlurmConfTest, NodesOnHostsKeepTheirSlurmNameWithTheHostsNameAndAddress) {
+  auto layout = standard_layout(1);
+  spec::place_on_hosts(layout, {{"controller-0", {"gpu-01", "10.1.0.11"}},
+                                {"worker-a-1", {"gpu-02", "gpu-02.rack-a.example"}}});
+  std::string conf = render_slurm_conf(layout);
+  // slurmctld knows itself by its machine's hostname.
+  EXPECT_TRUE(has_line(conf, "SlurmctldHost=gpu-01(10.1.0.11)")) << conf;
+  auto nodes = node_lines(conf);
+  EXPECT_EQ(nodes["worker-a-1"]["NodeHostname"], "gpu-02");
+  EXPECT_EQ(nodes["worker-a-1"]["NodeAddr"], "gpu-02.rack-a.example");
+  // A node not placed stays the local layout's.
+  EXPECT_EQ(nodes["worker-a-0"]["NodeHostname"], "worker-a-0");
+  EXPECT_EQ(nodes["worker-a-0"]["NodeAddr"], "127.101.2.1");
+  EXPECT_TRUE(layout.find("worker-a-1")->on_host);
+  EXPECT_FALSE(layout.find("worker-a-0")->on_host);
+}
+
 TEST(SlurmConfTest, OneNodeLinePerWorkerWithAddressPortAndInstanceType) {
   auto layout = standard_layout(2);
   std::string conf = render_slurm_conf(layout);

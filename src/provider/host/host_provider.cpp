@@ -16,7 +16,7 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto kCheckTimeout = 10s;
-constexpr auto kLookTimeout = 2s;       // one look at a host: the probe, running()
+constexpr auto kLookTimeout = 2s;  // one look at a host: the probe, running()
 constexpr auto kRunningKeptFor = 1s;
 
 Error not_on_hosts(const std::string& what) {
@@ -62,8 +62,8 @@ Result<int> HostProvider::launch(const LaunchRequest& request) {
   auto host = hosts_.find(request.host_name);
   if (!host || host->instance_id != request.instance_id ||
       (host->state != HostState::kBootstrapping && host->state != HostState::kInUse)) {
-    return make_error("ProviderError", "host " + request.host_name + " is not claimed for " +
-                                           request.instance_id);
+    return make_error("ProviderError",
+                      "host " + request.host_name + " is not claimed for " + request.instance_id);
   }
   auto ca = fs::read_file(ca_file_);
   if (!ca) return ca.error();
