@@ -1,6 +1,8 @@
 // The CreateCluster / UpdateCluster spec: every rule is named by the field path it reports.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include <algorithm>
 #include <ostream>
 #include <set>
@@ -417,6 +419,21 @@ TEST(SpecTest, ReadsHostPoolAndWarmSparesAndEchoesThemOnlyWhenSet) {
   EXPECT_EQ(echoed["InstanceGroups"][1]["WarmSpares"], 2);
   EXPECT_FALSE(echoed["InstanceGroups"][0].contains("HostPool"));
   EXPECT_FALSE(echoed["InstanceGroups"][0].contains("WarmSpares"));
+}
+
+TEST(SpecTest, TheExampleSpecsAreValid) {
+  for (const char* name : {"local.json", "hosts.json"}) {
+    const std::string folder = std::string(ENDURE_SOURCE_DIR) + "/examples/cluster/";
+    std::ifstream in(folder + name);
+    ASSERT_TRUE(in.good()) << name;
+    json spec = json::parse(in);
+    // Relative to the file, as the CLI reads them.
+    for (auto& g : spec["InstanceGroups"]) {
+      auto& uri = g["LifeCycleConfig"]["SourceS3Uri"];
+      uri = folder + uri.get<std::string>();
+    }
+    EXPECT_EQ(describe(validate_cluster_spec(spec)), "") << name;
+  }
 }
 
 TEST(SpecUpdateTest, ChangesWarmSparesKeepsThemWhenLeftOutAndRefusesANewHostPool) {
