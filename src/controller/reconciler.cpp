@@ -97,6 +97,8 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
     return;
   }
   launcher_.launch_pending(cluster, *parsed);
+  // Launching may have placed nodes on hosts: what follows sees them where they are now.
+  if (auto placed = load_model(store_, cluster); placed) parsed->layout = std::move(placed->layout);
   push_slurm_conf(store_, provider_, cluster, layout);
 
   // One look at Slurm per pass, shared by what follows.

@@ -61,6 +61,10 @@ class HostCluster : public ::testing::Test {
 };
 
 TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
+  // host-1 is registered with another host's key: it is refused, and the pool's next taken.
+  json pools = hosts_.pool_file("rack-a");
+  pools["Pools"][0]["Hosts"][0]["HostKey"] = hosts_[1].host_key;
+  ASSERT_TRUE(e_->call("RegisterHostPools", pools).ok());
   auto unknown = e_->call("CreateCluster", spec("ml", 2, "rack-z"));
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.error().message.find("InstanceGroups[0].HostPool: no pool named rack-z"),
@@ -81,15 +85,15 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
 
   auto in_use = hosts_by_name();
   ASSERT_EQ(in_use.size(), 5u);
+  EXPECT_EQ(in_use["host-1"]["State"], "Quarantined");
+  EXPECT_NE(in_use["host-1"].value("Reason", "").find("SSH host key is not the one registered"),
+            std::string::npos)
+      << in_use["host-1"].dump();
+  EXPECT_EQ(hosts_.ssh(0, "ls /opt/endure 2>&1").out.find("No such file") != std::string::npos,
+            true)
+      << "nothing was copied to a host whose key did not match";
+  in_use.erase("host-1");
   std::string controller_host;
-  for (auto it = in_use.begin(); it != in_use.end();) {
-    if (it->second["State"] == "Available") {
-      it = in_use.erase(it);  // the pool's fifth host: not needed
-    } else {
-      ++it;
-    }
-  }
-  ASSERT_EQ(in_use.size(), 4u);
   for (const auto& [name, h] : in_use) {
     EXPECT_EQ(h["State"], "InUse") << h.dump();
     auto node =
@@ -113,7 +117,7 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
   }
   EXPECT_EQ(on_hosts, 3) << srun.out;
   // The munge key is the root's alone on every host.
-  for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
+  for (std::size_t i = 1; i < hosts_.hosts().size(); ++i) {
     EXPECT_EQ(hosts_.ssh(i, "stat -c %a /etc/munge/munge.key").out, "400\n") << hosts_[i].name;
   }
 
@@ -124,10 +128,11 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
       },
       120s));
   for (const auto& [name, h] : hosts_by_name()) {
+    if (name == "host-1") continue;  // set aside: returned by the operator
     EXPECT_EQ(h["State"], "Available") << h.dump();
     EXPECT_FALSE(h.contains("InstanceId")) << h.dump();
   }
-  for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
+  for (std::size_t i = 1; i < hosts_.hosts().size(); ++i) {
     auto left = hosts_.ssh(i, "pgrep -fa '[e]ndure|[s]lurm[cd]|[m]unged'; ls /opt/endure 2>&1");
     EXPECT_NE(left.out.find("No such file"), std::string::npos)
         << hosts_[i].name << " still has: " << left.out;
@@ -135,6 +140,24 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
     EXPECT_EQ(left.out.find("slurmd"), std::string::npos) << left.out;
     EXPECT_EQ(hosts_.ssh(i, own_files).out, before[i]) << hosts_[i].name << ": files not restored";
   }
+}
+
+TEST_F(HostCluster, EnduredKilledMidBootstrapFinishesItOnce) {
+  e_->stop();
+  e_->start("host.bootstrap.before_service");
+  (void)e_->call("CreateCluster", spec("ml", 3));
+  ASSERT_TRUE(e_->wait_exit(120s)) << "endured never reached the crash point";
+  e_->start();
+  ASSERT_EQ(e_->wait_status("ml", {"InService", "Failed"}, 180s), "InService")
+      << e_->cli({"list-cluster-events", "--cluster-name", "ml"}).out;
+  int serving = 0;
+  for (const auto& [name, h] : hosts_by_name()) {
+    if (h["State"] != "InUse") continue;
+    ++serving;
+    EXPECT_EQ(hosts_.ssh(index_of(name), "pgrep -fc '[e]ndure-agent-service run'").out, "1\n")
+        << name << " runs its agent's service once";
+  }
+  EXPECT_EQ(serving, 4);
 }
 
 // The node on each host, by node name: {host name, instance id}.

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "api/node_contract.h"
+#include "common/crash_point.h"
 #include "common/fs.h"
 
 namespace endure::provider {
@@ -198,6 +199,7 @@ Status bootstrap_host(SshClient& ssh, const NodeSoftware& software, const Launch
   }
   if (auto s = ssh.write_file(node::kEndureCaPath, endure_ca_pem, 0644); !s) return s;
   if (auto s = copy_lifecycle(ssh, request.lifecycle_source); !s) return s;
+  crash_point("host.bootstrap.before_service");
   return install_service(ssh);
 }
 
