@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "common/fs.h"
 #include "integration/harness.h"
 #include "integration/test_hosts.h"
 
@@ -116,6 +117,20 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
     if (name != controller_host && srun.out.find(name + "\n") != std::string::npos) ++on_hosts;
   }
   EXPECT_EQ(on_hosts, 3) << srun.out;
+  // The munge key never shows in a log: endured's, or an agent's or the lifecycle's on a host.
+  auto clusters = e_->call("ListClusters", json::object());
+  ASSERT_TRUE(clusters.ok());
+  std::string cluster_id = (*clusters)["ClusterSummaries"][0]["ClusterId"];
+  auto key = fs::read_file(e_->home() / "secrets" / cluster_id / "munge.key");
+  ASSERT_TRUE(key.ok());
+  const std::string key_part = key->substr(0, 24);
+  auto endured_log = fs::read_file(e_->home() / "endured.log");
+  EXPECT_EQ(endured_log->find(key_part), std::string::npos) << "endured.log holds the munge key";
+  for (std::size_t i = 1; i < hosts_.hosts().size(); ++i) {
+    auto logs =
+        hosts_.ssh(i, "cat /var/log/endure-agent.log /opt/endure/lifecycle.log 2>/dev/null");
+    EXPECT_EQ(logs.out.find(key_part), std::string::npos) << hosts_[i].name << "'s logs";
+  }
   // The munge key is the root's alone on every host.
   for (std::size_t i = 1; i < hosts_.hosts().size(); ++i) {
     EXPECT_EQ(hosts_.ssh(i, "stat -c %a /etc/munge/munge.key").out, "400\n") << hosts_[i].name;
@@ -180,7 +195,8 @@ TEST_F(HostCluster, APulledWorkerHostIsSetAsideAndTheNextHostTakesItsSlurmName) 
   const auto [pulled, old_instance] = before["worker-1"];
   const auto controller_host = before["controller-0"].first;
 
-  ASSERT_EQ(hosts_.power(index_of(pulled), "off").exit_code, 0);
+  // The plug pulled: no power, no power command answers (a reset fails).
+  ASSERT_EQ(hosts_.power(index_of(pulled), "pull").exit_code, 0);
   std::pair<std::string, std::string> now;
   bool replaced = wait_until(
       [&] {
@@ -217,10 +233,37 @@ TEST_F(HostCluster, APulledWorkerHostIsSetAsideAndTheNextHostTakesItsSlurmName) 
   // Back from repair only when it passes basic checks.
   auto refused = e_->cli({"return-host", "--host-name", pulled});
   EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  ASSERT_EQ(hosts_.power(index_of(pulled), "plug").exit_code, 0);
   ASSERT_EQ(hosts_.power(index_of(pulled), "on").exit_code, 0);
   auto returned = e_->cli({"return-host", "--host-name", pulled, "--output", "json"});
   ASSERT_EQ(returned.exit_code, 0) << returned.err;
   EXPECT_EQ(json::parse(returned.out)["Host"]["State"], "Available");
+}
+
+TEST_F(HostCluster, AHungHostIsAnsweredByThePowerCommandAndComesBackAsItself) {
+  ASSERT_TRUE(e_->call("CreateCluster", spec("ml", 2)).ok());
+  ASSERT_EQ(e_->wait_status("ml", {"InService", "Failed"}, 180s), "InService");
+  auto before = nodes_on_hosts(hosts_by_name(), *e_);
+  const auto [host, instance] = before["worker-0"];
+  ASSERT_EQ(hosts_.power(index_of(host), "freeze").exit_code, 0);
+  bool back = wait_until(
+      [&] {
+        auto events =
+            e_->call("ListClusterEvents", {{"ClusterName", "ml"}, {"NodeName", "worker-0"}});
+        if (!events) return false;
+        for (const auto& ev : (*events)["Events"]) {
+          if (ev["EventType"] == "NodeReturnedToService") return true;
+        }
+        return false;
+      },
+      120s);
+  ASSERT_TRUE(back) << e_->cli({"list-cluster-events", "--cluster-name", "ml"}).out;
+  auto node = e_->call("DescribeClusterNode", {{"ClusterName", "ml"}, {"NodeId", "worker-0"}});
+  ASSERT_TRUE(node.ok());
+  EXPECT_EQ((*node)["NodeDetails"]["InstanceId"], instance) << "rebooted, not replaced";
+  EXPECT_EQ(hosts_by_name()[host]["State"], "InUse");
+  auto events = e_->cli({"list-cluster-events", "--cluster-name", "ml", "--node-name", "worker-0"});
+  EXPECT_NE(events.out.find("NodeRebooting"), std::string::npos) << events.out;
 }
 
 }  // namespace

@@ -133,7 +133,10 @@ bool HostProvider::running(const std::string& cluster_id, const std::string& ins
   if (host && host->state != HostState::kQuarantined) {
     auto ssh = reach(*host);
     auto seen = host_service_running(ssh, kLookTimeout);
-    up = seen && *seen;
+    // A host in service that does not answer is not known to be gone (hung, or cut off):
+    // its silence is judged as a hang, and the power command answers it. One that answers
+    // without endure's service, or one not yet in service, is not running.
+    up = seen ? *seen : host->state == HostState::kInUse;
   }
   std::lock_guard lock(seen_mu_);
   seen_[instance_id] = {now, up};

@@ -1,7 +1,9 @@
 // The host provider: nodes on machines the user registered (host_registry.h), reached only
 // over SSH. The controller claims a host for an instance (HostRegistry::claim) and names it
 // in the launch request; launching checks the host and bootstraps it (host_bootstrap.h).
-// The instance "runs" while the host answers and endure's agent service lives there.
+// The instance "runs" while endure's agent service lives on its host, or, once in service,
+// while its host is not known to be without it (a host that does not answer may be hung:
+// its silence is judged as a hang and the power command answers it).
 //
 // A host that fails its checks or its bootstrap, or does not answer when its node is
 // stopped, is set aside (Quarantined) with the reason; a node replaced for a fault sets its

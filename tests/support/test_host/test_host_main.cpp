@@ -10,6 +10,9 @@
 //   endure-test-host on DIR      power on; returns when sshd accepts connections
 //   endure-test-host off DIR     pulled plug: the whole pid namespace killed at once
 //   endure-test-host reset DIR   off, then on
+//   endure-test-host pull DIR    the plug pulled: off, and on/reset fail (no power, no BMC)
+//   endure-test-host plug DIR    the plug back: on/reset work again (the host stays off)
+//   endure-test-host freeze DIR  a hung machine: every process of it stopped (SIGSTOP)
 //   endure-test-host state DIR   prints on or off
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -24,6 +27,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -219,6 +223,23 @@ int power_on(const stdfs::path& dir) {
               "; see its var/log/boot.log");
 }
 
+// SIGSTOP to every process of the host (those in its pid namespace), its sshd first among
+// them: nothing of it answers, nothing of it exits.
+int freeze(const stdfs::path& dir) {
+  int pid = first_pid(dir);
+  if (pid == 0) return fail(dir.string() + " is off");
+  std::error_code ec;
+  auto ns = stdfs::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec);
+  if (ec) return fail("read the pid namespace of " + std::to_string(pid));
+  for (const auto& entry : stdfs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    auto other = stdfs::read_symlink(entry.path() / "ns" / "pid", ec);
+    if (!ec && other == ns) ::kill(std::stoi(name), SIGSTOP);
+  }
+  return 0;
+}
+
 int power_off(const stdfs::path& dir) {
   int pid = first_pid(dir);
   if (pid == 0) return 0;
@@ -245,13 +266,23 @@ int main(int argc, char** argv) {
   b->add_option("--address", address)->required();
   b->add_option("--port", port)->required();
   b->add_option("--authorized-key", key, "public key allowed to log in as root")->required();
-  for (const char* verb : {"on", "off", "reset", "state"}) {
+  for (const char* verb : {"on", "off", "reset", "pull", "plug", "freeze", "state"}) {
     app.add_subcommand(verb)->add_option("dir", dir)->required();
   }
   CLI11_PARSE(app, argc, argv);
   if (::geteuid() != 0) return fail("needs root (namespaces, mounts)");
   std::string verb = app.get_subcommands().front()->get_name();
   if (verb == "build") return build(dir, name, address, port, key);
+  const stdfs::path unplugged = stdfs::path(dir) / "unplugged";
+  if (verb == "pull") {
+    std::ofstream(unplugged) << "pulled\n";
+    return power_off(dir);
+  }
+  if (verb == "plug") return stdfs::remove(unplugged), 0;
+  if ((verb == "on" || verb == "reset") && stdfs::exists(unplugged)) {
+    return fail(dir + ": no power (the plug is pulled)");
+  }
+  if (verb == "freeze") return freeze(dir);
   if (verb == "on") return power_on(dir);
   if (verb == "off") return power_off(dir);
   if (verb == "reset") return power_off(dir) != 0 ? 1 : power_on(dir);
