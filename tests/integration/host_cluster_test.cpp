@@ -4,6 +4,7 @@
 // host clean and back in its pool.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <string>
@@ -175,6 +176,17 @@ TEST_F(HostCluster, EnduredKilledMidBootstrapFinishesItOnce) {
   EXPECT_EQ(serving, 4);
 }
 
+// The NodeReturnedToService event of a node, for the log ("replaced, back in service 4.2 s
+// after the fault was found").
+std::string back_in_service(const Endured& e, const std::string& node) {
+  auto events = e.call("ListClusterEvents", {{"ClusterName", "ml"}, {"NodeName", node}});
+  if (!events) return "";
+  for (const auto& ev : (*events)["Events"]) {
+    if (ev["EventType"] == "NodeReturnedToService") return ev["Description"];
+  }
+  return "";
+}
+
 // The node on each host, by node name: {host name, instance id}.
 std::map<std::string, std::pair<std::string, std::string>> nodes_on_hosts(
     const std::map<std::string, json>& hosts, const Endured& e) {
@@ -219,6 +231,7 @@ TEST_F(HostCluster, APulledWorkerHostIsSetAsideAndTheNextHostTakesItsSlurmName) 
   EXPECT_EQ(hosts[pulled]["State"], "Quarantined") << hosts[pulled].dump();
   EXPECT_FALSE(hosts[pulled].value("Reason", "").empty()) << hosts[pulled].dump();
   EXPECT_EQ(hosts[now.first]["State"], "InUse");
+  std::printf("pulled host: worker-1 %s\n", back_in_service(*e_, "worker-1").c_str());
 
   // Slurm reaches worker-1 on its new host, by the same name.
   bool ran = wait_until(
@@ -261,6 +274,7 @@ TEST_F(HostCluster, AHungHostIsAnsweredByThePowerCommandAndComesBackAsItself) {
   auto node = e_->call("DescribeClusterNode", {{"ClusterName", "ml"}, {"NodeId", "worker-0"}});
   ASSERT_TRUE(node.ok());
   EXPECT_EQ((*node)["NodeDetails"]["InstanceId"], instance) << "rebooted, not replaced";
+  std::printf("hung host: worker-0 %s\n", back_in_service(*e_, "worker-0").c_str());
   EXPECT_EQ(hosts_by_name()[host]["State"], "InUse");
   auto events = e_->cli({"list-cluster-events", "--cluster-name", "ml", "--node-name", "worker-0"});
   EXPECT_NE(events.out.find("NodeRebooting"), std::string::npos) << events.out;
