@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/fs.h"
+#include "common/http_client.h"
 #include "integration/harness.h"
 #include "integration/test_hosts.h"
 
@@ -118,6 +119,23 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
     if (name != controller_host && srun.out.find(name + "\n") != std::string::npos) ++on_hosts;
   }
   EXPECT_EQ(on_hosts, 3) << srun.out;
+  // A node speaking for another node is refused: a worker's own token, another's InstanceId.
+  std::vector<json> agents;
+  for (const auto& [name, h] : in_use) {
+    auto config = hosts_.ssh(index_of(name), "cat /opt/endure/config/agent.json");
+    ASSERT_EQ(config.exit_code, 0) << config.err;
+    agents.push_back(json::parse(config.out));
+  }
+  auto tls = parse_endpoint(agents[0]["Endpoint"], (e_->home() / "tls" / "ca.pem").string());
+  ASSERT_TRUE(tls.ok()) << tls.error().message;
+  auto own = HttpClient(*tls, agents[0]["Token"])
+                 .post("/v1/AgentHeartbeat", {{"InstanceId", agents[0]["InstanceId"]}});
+  EXPECT_TRUE(own.ok()) << "its own heartbeat over TLS: " << own.error().message;
+  auto other = HttpClient(*tls, agents[0]["Token"])
+                   .post("/v1/AgentHeartbeat", {{"InstanceId", agents[1]["InstanceId"]}});
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.error().code, "Unauthorized") << other.error().message;
+
   // The munge key never shows in a log: endured's, or an agent's or the lifecycle's on a host.
   auto clusters = e_->call("ListClusters", json::object());
   ASSERT_TRUE(clusters.ok());
