@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "common/fs.h"
 #include "common/http_client.h"
@@ -296,6 +297,38 @@ TEST_F(HostCluster, AHungHostIsAnsweredByThePowerCommandAndComesBackAsItself) {
   EXPECT_EQ(hosts_by_name()[host]["State"], "InUse");
   auto events = e_->cli({"list-cluster-events", "--cluster-name", "ml", "--node-name", "worker-0"});
   EXPECT_NE(events.out.find("NodeRebooting"), std::string::npos) << events.out;
+}
+
+TEST_F(HostCluster, AnAutoResumeStepSurvivesThePullOfTheHostRunningRankZero) {
+  ASSERT_TRUE(e_->call("CreateCluster", spec("ml", 3)).ok());
+  ASSERT_EQ(e_->wait_status("ml", {"InService", "Failed"}, 180s), "InService");
+  auto nodes = nodes_on_hosts(hosts_by_name(), *e_);
+  const std::size_t controller = index_of(nodes["controller-0"].first);
+  // Rank 0 runs on the allocation's first node, worker-0.
+  const std::string rank0_host = nodes["worker-0"].first;
+  // The allocation and srun live on the controller host, attached to this session; the
+  // three ranks run on the workers and print where they ran.
+  process::Output job;
+  std::thread session([&] {
+    job = hosts_.ssh(controller,
+                     "salloc -N3 bash -c 'srun --auto-resume=1 -u -N3 bash -c "
+                     "\"echo start \\$SLURM_PROCID \\$(hostname); sleep 12; "
+                     "echo done \\$SLURM_PROCID \\$(hostname)\"; echo srun rc=$?' 2>&1",
+                     180s);
+  });
+  bool running = wait_until(
+      [&] { return hosts_.ssh(index_of(rank0_host), "pgrep -x sleep").exit_code == 0; }, 60s);
+  if (running) {
+    std::this_thread::sleep_for(1s);
+    EXPECT_EQ(hosts_.power(index_of(rank0_host), "pull").exit_code, 0);
+  }
+  session.join();
+  ASSERT_TRUE(running) << job.out;
+  std::printf("pulled rank-0 host %s: worker-0 %s\n%s\n", rank0_host.c_str(),
+              back_in_service(*e_, "worker-0").c_str(), job.out.c_str());
+  EXPECT_NE(job.out.find("srun rc=0"), std::string::npos) << job.out;
+  EXPECT_EQ(job.out.find("done 0 " + rank0_host), std::string::npos) << job.out;
+  EXPECT_NE(job.out.find("done 0 "), std::string::npos) << job.out;
 }
 
 }  // namespace

@@ -82,12 +82,13 @@ process::Output TestHosts::power(std::size_t i, const std::string& verb) const {
 
 bool TestHosts::on(std::size_t i) const { return first_line(power(i, "state").out) == "on"; }
 
-process::Output TestHosts::ssh(std::size_t i, const std::string& command) const {
+process::Output TestHosts::ssh(std::size_t i, const std::string& command,
+                               std::chrono::seconds timeout) const {
   const TestHost& h = hosts_[i];
   std::string known = (dir_.path() / (h.name + ".known")).string();
   std::ofstream(known) << "[" << h.address << "]:" << h.port << " " << h.host_key << "\n";
   process::Options o;
-  o.timeout = std::chrono::seconds(30);
+  o.timeout = timeout;
   return process::run(
       {"ssh", "-F", "/dev/null", "-p", std::to_string(h.port), "-i", identity_file().string(), "-o",
        "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=" + known,

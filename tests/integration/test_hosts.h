@@ -3,6 +3,7 @@
 // address. endure learns of them only through what a pool file says.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -45,7 +46,8 @@ class TestHosts {
   process::Output power(std::size_t i, const std::string& verb) const;
   bool on(std::size_t i) const;
   // Runs a command on host i as root over SSH (the test's own way in, not endure's).
-  process::Output ssh(std::size_t i, const std::string& command) const;
+  process::Output ssh(std::size_t i, const std::string& command,
+                      std::chrono::seconds timeout = std::chrono::seconds(30)) const;
 
  private:
   TempDir dir_{"endure-hosts"};
