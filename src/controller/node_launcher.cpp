@@ -1,19 +1,18 @@
 #include "controller/node_launcher.h"
 
+#include <fmt/format.h>
 #include <sys/random.h>
 
 #include <map>
 
-#include <fmt/format.h>
-
 #include "api/node_contract.h"
 #include "api/wire.h"
 #include "common/crash_point.h"
-#include "common/route.h"
-#include "controller/lookup.h"
 #include "common/fs.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "common/route.h"
+#include "controller/lookup.h"
 #include "controller/node_bootstrap.h"
 #include "controller/transition.h"
 #include "slurm/slurm_conf.h"
@@ -42,8 +41,7 @@ Result<std::string> agent_url_for(const Config& config, const std::string& host_
   auto address = net::source_address_toward(host_address);
   if (!address) return address.error();
   bool v6 = address->find(':') != std::string::npos;
-  return fmt::format("https://{}:{}", v6 ? "[" + *address + "]" : *address,
-                     config.agent_tls_port);
+  return fmt::format("https://{}:{}", v6 ? "[" + *address + "]" : *address, config.agent_tls_port);
 }
 
 }  // namespace
@@ -67,15 +65,14 @@ void NodeLauncher::retire_instance(const store::InstanceRow& row, const std::str
     log::error("{}: {}", row.instance_id, s.error().message);
     return;  // try again next pass; the row stays live so nothing is orphaned
   }
-  Status retired =
-      transition(store_, row,
-                 {{status == "Failure" ? "InstanceFailed" : "InstanceTerminated", message}},
-                 [&](store::InstanceRow& r) {
-                   r.status = status;
-                   r.message = message;
-                   r.pid = 0;
-                   r.terminated_at = ids::now_seconds();
-                 });
+  Status retired = transition(
+      store_, row, {{status == "Failure" ? "InstanceFailed" : "InstanceTerminated", message}},
+      [&](store::InstanceRow& r) {
+        r.status = status;
+        r.message = message;
+        r.pid = 0;
+        r.terminated_at = ids::now_seconds();
+      });
   // Its agent is gone and endured refuses a terminated instance's token: nothing to watch.
   if (retired) health_.forget(row.instance_id);
 }
@@ -110,6 +107,12 @@ void NodeLauncher::remove_extra_instances(const store::ClusterRow& cluster,
   }
 }
 
+bool NodeLauncher::failed_by_its_host(const std::string& cluster_id,
+                                      const store::InstanceRow& row) {
+  auto host = hosts_.host_of(cluster_id, row.instance_id);
+  return host && host->state == provider::HostState::kQuarantined;
+}
+
 std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& cluster,
                                                     const spec::ClusterLayout& layout) {
   auto rows = store_.instances(cluster.id, false);
@@ -120,7 +123,7 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
     int failures = 0;
     for (const auto& r : rows) {
       if (r.node_name == slot.node_name && r.status == "Failure" &&
-          r.launch_time >= cluster.updated_at) {
+          r.launch_time >= cluster.updated_at && !failed_by_its_host(cluster.id, r)) {
         ++failures;
         last_failure = &r;
       }
@@ -158,8 +161,7 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
   return std::nullopt;
 }
 
-void NodeLauncher::claim_hosts(const store::ClusterRow& cluster,
-                               const spec::ClusterModel& model) {
+void NodeLauncher::claim_hosts(const store::ClusterRow& cluster, const spec::ClusterModel& model) {
   for (const auto& r : store_.instances(cluster.id, true)) {
     const auto* group = model.spec.find_group(r.group);
     if (r.status != "Pending" || r.pid != 0 || !group || group->host_pool.empty()) continue;
@@ -175,9 +177,10 @@ void NodeLauncher::claim_hosts(const store::ClusterRow& cluster,
     }
     std::string waiting = "waiting for an Available host in pool " + group->host_pool;
     if (r.message == waiting) continue;
-    (void)transition(store_, r, {{"NoHostAvailable", "pool " + group->host_pool +
-                                                         " has no Available host left"}},
-                     [&](store::InstanceRow& x) { x.message = waiting; });
+    (void)transition(
+        store_, r,
+        {{"NoHostAvailable", "pool " + group->host_pool + " has no Available host left"}},
+        [&](store::InstanceRow& x) { x.message = waiting; });
   }
 }
 

@@ -28,7 +28,8 @@ class NodeLauncher {
   // the store does not know as live (an orphan of a crash).
   void remove_extra_instances(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
   // Gives every empty slot a Pending instance row. A slot whose second try failed fails the
-  // cluster: the message to fail it with is returned, and no row is added.
+  // cluster (a failure of the host it was given does not count): the message to fail it
+  // with is returned, and no row is added.
   std::optional<std::string> fill_slots(const store::ClusterRow& cluster,
                                         const spec::ClusterLayout& layout);
   // Launches every Pending instance that is not running yet; adopts one a dead controller
@@ -42,6 +43,10 @@ class NodeLauncher {
                        const std::string& message, bool keep_files);
 
  private:
+  // The instance failed because its host did (the host was set aside): the pool's next
+  // host is tried, and the slot's own retry is not spent.
+  bool failed_by_its_host(const std::string& cluster_id, const store::InstanceRow& row);
+
   store::Store& store_;
   provider::NodeProvider& provider_;
   const Config& config_;

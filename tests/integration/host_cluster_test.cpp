@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -60,14 +61,17 @@ class HostCluster : public ::testing::Test {
   }
 
   TempDir dir_;
-  TestHosts hosts_{5, 5};
+  TestHosts hosts_{6, 5};
   std::unique_ptr<Endured> e_;
 };
 
 TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
-  // host-1 is registered with another host's key: it is refused, and the pool's next taken.
+  // host-1 and host-5 are registered with another host's key: each is refused and set aside,
+  // and the pool's next host taken. The controller gets both, in turn: a host's failure
+  // does not spend its slot's one retry.
   json pools = hosts_.pool_file("rack-a");
   pools["Pools"][0]["Hosts"][0]["HostKey"] = hosts_[1].host_key;
+  pools["Pools"][0]["Hosts"][4]["HostKey"] = hosts_[1].host_key;
   ASSERT_TRUE(e_->call("RegisterHostPools", pools).ok());
   auto unknown = e_->call("CreateCluster", spec("ml", 2, "rack-z"));
   ASSERT_FALSE(unknown.ok());
@@ -88,15 +92,26 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
       << e_->cli({"list-cluster-nodes", "--cluster-name", "ml"}).out << e_->cli({"list-hosts"}).out;
 
   auto in_use = hosts_by_name();
-  ASSERT_EQ(in_use.size(), 5u);
-  EXPECT_EQ(in_use["host-1"]["State"], "Quarantined");
-  EXPECT_NE(in_use["host-1"].value("Reason", "").find("SSH host key is not the one registered"),
-            std::string::npos)
-      << in_use["host-1"].dump();
-  EXPECT_EQ(hosts_.ssh(0, "ls /opt/endure 2>&1").out.find("No such file") != std::string::npos,
-            true)
-      << "nothing was copied to a host whose key did not match";
-  in_use.erase("host-1");
+  ASSERT_EQ(in_use.size(), 6u);
+  const std::set<std::size_t> refused = {0, 4};  // host-1, host-5
+  for (std::size_t i : refused) {
+    const json& h = in_use[hosts_[i].name];
+    EXPECT_EQ(h["State"], "Quarantined") << h.dump();
+    EXPECT_NE(h.value("Reason", "").find("SSH host key is not the one registered"),
+              std::string::npos)
+        << h.dump();
+    EXPECT_NE(hosts_.ssh(i, "ls /opt/endure 2>&1").out.find("No such file"), std::string::npos)
+        << "nothing was copied to " << hosts_[i].name << ", whose key did not match";
+    in_use.erase(hosts_[i].name);
+  }
+  auto controller_events =
+      e_->call("ListClusterEvents", {{"ClusterName", "ml"}, {"NodeName", "controller-0"}});
+  ASSERT_TRUE(controller_events.ok());
+  int host_failures = 0;
+  for (const auto& ev : (*controller_events)["Events"]) {
+    host_failures += ev["EventType"] == "InstanceFailed";
+  }
+  EXPECT_EQ(host_failures, 2) << "the controller's slot met both refused hosts";
   std::string controller_host;
   for (const auto& [name, h] : in_use) {
     EXPECT_EQ(h["State"], "InUse") << h.dump();
@@ -146,13 +161,15 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
   const std::string key_part = key->substr(0, 24);
   auto endured_log = fs::read_file(e_->home() / "endured.log");
   EXPECT_EQ(endured_log->find(key_part), std::string::npos) << "endured.log holds the munge key";
-  for (std::size_t i = 1; i < hosts_.hosts().size(); ++i) {
+  for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
+    if (refused.count(i)) continue;
     auto logs =
         hosts_.ssh(i, "cat /var/log/endure-agent.log /opt/endure/lifecycle.log 2>/dev/null");
     EXPECT_EQ(logs.out.find(key_part), std::string::npos) << hosts_[i].name << "'s logs";
   }
   // The munge key is the root's alone on every host.
-  for (std::size_t i = 1; i < hosts_.hosts().size(); ++i) {
+  for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
+    if (refused.count(i)) continue;
     EXPECT_EQ(hosts_.ssh(i, "stat -c %a /etc/munge/munge.key").out, "400\n") << hosts_[i].name;
   }
 
@@ -163,11 +180,11 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
       },
       120s));
   for (const auto& [name, h] : hosts_by_name()) {
-    if (name == "host-1") continue;  // set aside: returned by the operator
+    if (name == hosts_[0].name || name == hosts_[4].name) continue;  // set aside
     EXPECT_EQ(h["State"], "Available") << h.dump();
     EXPECT_FALSE(h.contains("InstanceId")) << h.dump();
   }
-  for (std::size_t i = 1; i < hosts_.hosts().size(); ++i) {
+  for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
     auto left = hosts_.ssh(i, "pgrep -fa '[e]ndure|[s]lurm[cd]|[m]unged'; ls /opt/endure 2>&1");
     EXPECT_NE(left.out.find("No such file"), std::string::npos)
         << hosts_[i].name << " still has: " << left.out;
