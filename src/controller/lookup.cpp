@@ -53,8 +53,8 @@ std::map<std::string, spec::HostPlacement> host_placements(store::Store& store,
   for (const auto& r : store.instances(cluster_id, true)) node_of[r.instance_id] = r.node_name;
   std::map<std::string, spec::HostPlacement> out;
   for (const auto& h : store.hosts()) {
-    bool serves = h.state == provider::to_string(provider::HostState::kBootstrapping) ||
-                  h.state == provider::to_string(provider::HostState::kInUse);
+    auto state = provider::host_state_from(h.state);
+    bool serves = state && provider::serves_a_node(*state);
     auto node = node_of.find(h.instance_id);
     if (!serves || h.cluster_id != cluster_id || node == node_of.end()) continue;
     out[node->second] = {h.name, h.registration.value("Address", "")};
@@ -64,7 +64,7 @@ std::map<std::string, spec::HostPlacement> host_placements(store::Store& store,
 
 Result<spec::ClusterModel> load_model(store::Store& store, const store::ClusterRow& cluster) {
   auto model = spec::load_cluster_model(cluster.spec, cluster.provisioning, cluster.index,
-                                         cluster.removed_slots);
+                                        cluster.removed_slots);
   if (!model) {
     return make_error(api::kInternalFailure, "stored spec of " + cluster.name +
                                                  " no longer parses: " + model.error().message);

@@ -57,7 +57,7 @@ TEST_F(HostRegistryTest, ClaimsInFileOrderSkippingTriedAndRefusesToDropAServingH
   ASSERT_TRUE(first.ok() && first->has_value());
   EXPECT_EQ((*first)->host.ssh.name, "gpu-01");
   EXPECT_EQ((*first)->state, HostState::kBootstrapping);
-  auto serving = registry_->serving("c-1", "i-1");
+  auto serving = registry_->host_of("c-1", "i-1");
   ASSERT_TRUE(serving.has_value());
   EXPECT_EQ(serving->host.ssh.name, "gpu-01");
 
@@ -76,7 +76,7 @@ TEST_F(HostRegistryTest, ClaimsInFileOrderSkippingTriedAndRefusesToDropAServingH
 
   ASSERT_TRUE(registry_->change("gpu-01", HostState::kInUse).ok());
   ASSERT_TRUE(registry_->change("gpu-01", HostState::kAvailable).ok());
-  EXPECT_FALSE(registry_->serving("c-1", "i-1").has_value());
+  EXPECT_FALSE(registry_->host_of("c-1", "i-1").has_value());
   EXPECT_TRUE(registry_->find("gpu-01")->cluster_id.empty());
 }
 

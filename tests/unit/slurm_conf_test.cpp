@@ -110,11 +110,11 @@ TEST(SlurmConfTest, ControllerHostAndPort) {
 
 TEST(SlurmConfTest, NodesOnHostsKeepTheirSlurmNameWithTheHostsNameAndAddress) {
   auto layout = standard_layout(1);
-  spec::place_on_hosts(layout, {{"controller-0", {"gpu-01", "10.1.0.11"}},
+  spec::place_on_hosts(layout, {{"controller-0", {"gpu-01", "127.0.63.11"}},
                                 {"worker-a-1", {"gpu-02", "gpu-02.rack-a.example"}}});
   std::string conf = render_slurm_conf(layout);
   // slurmctld knows itself by its machine's hostname.
-  EXPECT_TRUE(has_line(conf, "SlurmctldHost=gpu-01(10.1.0.11)")) << conf;
+  EXPECT_TRUE(has_line(conf, "SlurmctldHost=gpu-01(127.0.63.11)")) << conf;
   auto nodes = node_lines(conf);
   EXPECT_EQ(nodes["worker-a-1"]["NodeHostname"], "gpu-02");
   EXPECT_EQ(nodes["worker-a-1"]["NodeAddr"], "gpu-02.rack-a.example");

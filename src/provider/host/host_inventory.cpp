@@ -21,9 +21,9 @@ const std::map<S, std::vector<S>>& next_states() {
   return table;
 }
 
-bool serves_a_node(S s) { return s == S::kBootstrapping || s == S::kInUse; }
-
 }  // namespace
+
+bool serves_a_node(HostState s) { return s == S::kBootstrapping || s == S::kInUse; }
 
 const char* to_string(HostState s) {
   switch (s) {

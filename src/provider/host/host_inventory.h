@@ -33,6 +33,9 @@ struct HostRecord {
   std::string reason;  // Quarantined: why it was set aside
 };
 
+// Bootstrapping or InUse: the host holds a node of a cluster.
+bool serves_a_node(HostState s);
+
 // Whether a host may go from one state to the other (the diagram above; staying is not a
 // change). An error names both states and what may follow the first.
 Status check_host_change(HostState from, HostState to);

@@ -254,8 +254,7 @@ std::vector<std::string> HostProvider::instance_ids(const std::string& cluster_i
   if (!records) return out;
   for (const auto& r : *records) {
     // A host set aside no longer holds a node of the cluster (it is cleaned on return).
-    bool holds_node = r.state == HostState::kBootstrapping || r.state == HostState::kInUse;
-    if (holds_node && r.cluster_id == cluster_id) {
+    if (serves_a_node(r.state) && r.cluster_id == cluster_id) {
       out.push_back(r.instance_id);
     }
   }

@@ -73,16 +73,6 @@ std::optional<HostRecord> HostRegistry::find(const std::string& name) {
   return std::nullopt;
 }
 
-std::optional<HostRecord> HostRegistry::serving(const std::string& cluster_id,
-                                                const std::string& instance_id) {
-  std::lock_guard lock(mu_);
-  for (auto& r : read_all()) {
-    bool serves = r.state == HostState::kBootstrapping || r.state == HostState::kInUse;
-    if (serves && r.cluster_id == cluster_id && r.instance_id == instance_id) return std::move(r);
-  }
-  return std::nullopt;
-}
-
 std::optional<HostRecord> HostRegistry::host_of(const std::string& cluster_id,
                                                 const std::string& instance_id) {
   std::lock_guard lock(mu_);

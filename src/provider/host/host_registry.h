@@ -32,8 +32,6 @@ class HostRegistry {
   Result<std::vector<HostRecord>> list(const std::string& pool = "");
   bool has_pool(const std::string& pool);
   std::optional<HostRecord> find(const std::string& name);
-  // The host that serves an instance (Bootstrapping or InUse), if any.
-  std::optional<HostRecord> serving(const std::string& cluster_id, const std::string& instance_id);
 
   // The host an instance was given, in any state but Available (a Quarantined one keeps
   // whom it served), if any.
