@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "agent/local_boot.h"
 #include "agent/node_init.h"
 #include "agent/reporter.h"
+#include "agent/swap_in.h"
 #include "api/messages.h"
 #include "api/node_contract.h"
 #include "common/fs.h"
@@ -38,7 +40,7 @@ void on_term(int) { g_stop = true; }
 
 agent::health::NodeExpectations expectations(const agent::AgentConfig& c) {
   agent::health::NodeExpectations e;
-  e.node_name = c.node_name;
+  e.instance_id = c.instance_id;
   e.cpus = c.cpus;
   e.memory_mib = c.memory_mib;
   e.gpus = c.gpus;
@@ -65,7 +67,9 @@ int usage() {
   std::fprintf(stderr,
                "usage: endure-agent [--config PATH] [--restarted]   (--restarted: again in the "
                "same boot)\n"
-               "       endure-agent --local-boot BOOT_JSON   (pid 1 of a local instance)\n");
+               "       endure-agent --local-boot BOOT_JSON   (pid 1 of a local instance)\n"
+               "       endure-agent [--config PATH] --swap-in NODE_NAME --partition P   (a warm "
+               "spare takes a replaced worker's Slurm name)\n");
   return 2;
 }
 
@@ -218,10 +222,16 @@ int main(int argc, char** argv) {
   std::string config_path = node::kAgentConfigPath;
   std::string boot_path;
   bool restarted = false;
+  std::optional<std::string> swap_in_name;
+  std::string partition;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     if (arg == "--local-boot" && i + 1 < argc)
       boot_path = argv[++i];
+    else if (arg == "--swap-in" && i + 1 < argc)
+      swap_in_name = argv[++i];
+    else if (arg == "--partition" && i + 1 < argc)
+      partition = argv[++i];
     else if (arg == "--config" && i + 1 < argc)
       config_path = argv[++i];
     else if (arg == "--restarted")
@@ -230,6 +240,13 @@ int main(int argc, char** argv) {
       return usage();
   }
   spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [agent] %v");
+  if (swap_in_name) {
+    if (auto s = agent::swap_in(config_path, *swap_in_name, partition); !s) {
+      std::fprintf(stderr, "swap-in: %s\n", s.error().message.c_str());
+      return 1;
+    }
+    return 0;
+  }
   if (boot_path.empty()) return run_agent(config_path, restarted);
   if (auto s = agent::local_boot(boot_path); !s) {
     log::error("local boot failed: {}", s.error().message);

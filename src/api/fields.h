@@ -116,6 +116,7 @@ inline constexpr const char* kTerminationTime = "TerminationTime";
 inline constexpr const char* kThreadsPerCore = "ThreadsPerCore";
 inline constexpr const char* kVpcConfig = "VpcConfig";
 inline constexpr const char* kWarmSpares = "WarmSpares";
+inline constexpr const char* kCurrentWarmSpares = "CurrentWarmSpares";
 // An error reply's two fields, in the cloud API's spelling (lower case, one underscored).
 inline constexpr const char* kErrorType = "__type";
 inline constexpr const char* kErrorMessage = "message";

@@ -129,6 +129,7 @@ struct InstanceGroupDetails {
   std::optional<std::string> partition_name;  // workers' Slurm partition
   std::optional<std::string> host_pool;       // absent: local nodes
   std::optional<int> warm_spares;             // absent: none kept
+  std::optional<int> current_warm_spares;     // spares ready (status WarmSpare) now
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kInstanceGroupName, s.instance_group_name);
@@ -141,6 +142,7 @@ struct InstanceGroupDetails {
     v(field::kPartitionName, s.partition_name);
     v(field::kHostPool, s.host_pool);
     v(field::kWarmSpares, s.warm_spares);
+    v(field::kCurrentWarmSpares, s.current_warm_spares);
   }
   json to_json() const;
   static Result<InstanceGroupDetails> from_json(const json& in);

@@ -151,7 +151,7 @@ void print_cluster(const json& reply, std::ostream& out) {
   out << format_json_table(
       groups ? *groups : json(),
       {same(f::kInstanceGroupName), same(f::kRole), same(f::kInstanceType), same(f::kCurrentCount),
-       same(f::kTargetCount), same(f::kPartitionName)});
+       same(f::kTargetCount), same(f::kCurrentWarmSpares), same(f::kPartitionName)});
 }
 
 void print_clusters(const json& reply, std::ostream& out) {

@@ -180,7 +180,12 @@ Result<json> ClusterService::describe_cluster(const json& request) {
     entry.role = spec::role_name(params->role_of(g.name));
     if (auto p = params->partition_of(g.name); !p.empty()) entry.partition_name = p;
     if (!g.host_pool.empty()) entry.host_pool = g.host_pool;
-    if (g.warm_spares > 0) entry.warm_spares = g.warm_spares;
+    if (g.warm_spares > 0) {
+      entry.warm_spares = g.warm_spares;
+      int ready = 0;
+      for (const auto& i : instances) ready += i.group == g.name && i.status == "WarmSpare";
+      entry.current_warm_spares = ready;
+    }
     reply.instance_groups.push_back(std::move(entry));
   }
   reply.cluster_arn = cluster->arn;

@@ -111,7 +111,10 @@ PendingDecision decide_pending(const store::InstanceRow& r, const PendingObserva
     return run;
   }
   if (rebooting) return {};
-  if (seen.now - r.launch_time > limits.lifecycle_timeout + limits.slurm_register_timeout) {
+  // A swapped-in spare waits from its swap (recovery_since: the fault it answers), not
+  // from its launch.
+  if (seen.now - std::max(r.launch_time, r.recovery_since) >
+      limits.lifecycle_timeout + limits.slurm_register_timeout) {
     return pending(PendingStep::kRetire,
                    "lifecycle succeeded but timed out waiting for " + waiting_for);
   }

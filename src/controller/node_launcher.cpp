@@ -147,14 +147,18 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
     row.lifecycle_status = "NotStarted";
     std::string description =
         failures ? "retrying on a new instance after a failure" : "new instance";
+    bool swapped = false;
     for (const auto& r : rows) {
       if (r.node_name == slot.node_name && r.message.rfind("replaced: ", 0) == 0 &&
           r.terminated_at >= last_terminated(rows, slot.node_name)) {
+        swapped = spares_.swap_in(cluster, slot, r);
+        if (swapped) break;
         row.replaces = r.instance_id;
         row.recovery_since = r.recovery_since;  // when the fault was found
         description = "replacing " + r.instance_id + " (" + r.message.substr(10) + ")";
       }
     }
+    if (swapped) continue;
     (void)insert_node(store_, row, description);
     crash_point("fill.after_insert");
   }

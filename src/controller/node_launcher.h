@@ -8,6 +8,7 @@
 
 #include "controller/config.h"
 #include "controller/health_monitor.h"
+#include "controller/warm_spares.h"
 #include "provider/host/host_registry.h"
 #include "provider/node_provider.h"
 #include "spec/cluster_spec.h"
@@ -20,14 +21,22 @@ class NodeLauncher {
  public:
   NodeLauncher(store::Store& store, provider::NodeProvider& provider, const Config& config,
                HealthMonitor& health, provider::HostRegistry& hosts)
-      : store_(store), provider_(provider), config_(config), health_(health), hosts_(hosts) {}
+      : store_(store),
+        provider_(provider),
+        config_(config),
+        health_(health),
+        hosts_(hosts),
+        spares_(store, provider, config, health) {}
+
+  WarmSpares& spares() { return spares_; }
 
   // The cluster's munge key, made once.
   Status ensure_munge_key(const std::string& cluster_id);
   // Terminates and forgets instances whose slot left the layout, and any running instance
   // the store does not know as live (an orphan of a crash).
   void remove_extra_instances(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
-  // Gives every empty slot a Pending instance row. A slot whose second try failed fails the
+  // Gives every empty slot a Pending instance row; the slot of a replaced worker takes a
+  // warm spare of its group instead, when one is ready. A slot whose second try failed fails the
   // cluster (a failure of the host it was given does not count): the message to fail it
   // with is returned, and no row is added.
   std::optional<std::string> fill_slots(const store::ClusterRow& cluster,
@@ -52,6 +61,7 @@ class NodeLauncher {
   const Config& config_;
   HealthMonitor& health_;
   provider::HostRegistry& hosts_;
+  WarmSpares spares_;
 };
 
 }  // namespace endure::controller

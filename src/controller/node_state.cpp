@@ -21,6 +21,7 @@ constexpr Named<NodeStatus> kStatusNames[] = {
     {NodeStatus::kShuttingDown, "ShuttingDown"},
     {NodeStatus::kSystemUpdating, "SystemUpdating"},
     {NodeStatus::kDeepHealthCheckInProgress, "DeepHealthCheckInProgress"},
+    {NodeStatus::kWarmSpare, "WarmSpare"},
     {NodeStatus::kTerminated, "Terminated"},
 };
 constexpr Named<RecoveryStage> kStageNames[] = {
@@ -91,6 +92,13 @@ std::vector<NodeTransition> build_node_transitions() {
        "OnCreate succeeded and Slurm sees the node"},
       {st(S::kPending), st(S::kRunning), "NodeReturnedToService",
        "a replacement instance is in service"},
+      // Warm spares (reconciler.cpp: advance_pending; warm_spares.cpp).
+      {st(S::kPending), st(S::kWarmSpare), "WarmSpareReady",
+       "a spare's OnCreate succeeded and Slurm sees it, in no partition"},
+      {st(S::kWarmSpare), st(S::kPending), "WarmSpareSwappedIn",
+       "it took a replaced worker's Slurm name; in service once Slurm sees it so"},
+      {st(S::kWarmSpare), st(S::kTerminated), "WarmSpareLost",
+       "an unhealthy or silent spare is destroyed (its host set aside); its slot fills again"},
       // Health (recovery_manager.cpp: judge, request).
       {st(S::kRunning), st(S::kRunning), "NodeRecoveryWaiting",
        "an operator's Action: reason waits for the node's jobs to finish"},
@@ -143,6 +151,7 @@ std::vector<NodeTransition> build_node_transitions() {
   // (reconciler.cpp: remove_extra_instances, delete_cluster, retire_instance).
   const NodeState live[] = {{S::kPending},
                             {S::kRunning},
+                            {S::kWarmSpare},
                             {S::kDeepHealthCheckInProgress},
                             {S::kFailure},         // NodeRecovery None leaves it live
                             {S::kSystemUpdating},  // once UpdateClusterSoftware exists

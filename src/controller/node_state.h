@@ -19,7 +19,7 @@
 namespace endure::controller {
 
 // The cloud API's ClusterInstanceStatus, less NotFound (a BatchAddClusterNodes answer, never
-// stored), plus Terminated: the status of a row whose instance is gone.
+// stored), plus Terminated (the status of a row whose instance is gone) and WarmSpare.
 enum class NodeStatus {
   kPending,                    // being launched or rebooted
   kRunning,                    // in service
@@ -27,6 +27,7 @@ enum class NodeStatus {
   kShuttingDown,               // being terminated (scale down, delete, replacement)
   kSystemUpdating,             // UpdateClusterSoftware at work on it
   kDeepHealthCheckInProgress,  // in a StartClusterHealthCheck, in a maintenance reservation
+  kWarmSpare,                  // endure's: booted, checked, in no partition, ready to swap in
   kTerminated,                 // gone; the row stays for the record
 };
 

@@ -92,6 +92,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
     return;
   }
   launcher_.remove_extra_instances(cluster, layout);
+  launcher_.spares().watch(cluster);
   if (auto failure = launcher_.fill_slots(cluster, layout)) {
     fail_cluster(cluster, *failure);
     return;
@@ -173,8 +174,12 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
         }
         crash_point("running.before_record");
         if (d.event == "NodeReturnedToService") crash_point("recovery.before_return");
+        if (slot->spare) {
+          d.event = "WarmSpareReady";
+          d.text = fmt::format("ready to swap in {:.1f} s after launch", seen.now - r.launch_time);
+        }
         Status s = transition(store_, r, {{d.event, d.text}}, [&](store::InstanceRow& x) {
-          x.status = "Running";
+          x.status = slot->spare ? "WarmSpare" : "Running";
           x.message = "";
           x.health = "Healthy";
           x.recovery = "";
@@ -195,7 +200,7 @@ void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
   auto rows = store_.instances(cluster.id, true);
   if (rows.size() != layout.nodes.size()) return;
   for (const auto& r : rows) {
-    if (r.status != "Running") return;
+    if (r.status != "Running" && r.status != "WarmSpare") return;
   }
   auto fresh = store_.cluster_by_id(cluster.id);
   if (!fresh || fresh->applied_conf_hash != slurm_files_hash(layout)) {

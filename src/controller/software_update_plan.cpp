@@ -116,6 +116,7 @@ Result<SoftwareUpdatePlan> plan_software_update(const json& request,
   std::string controller;
   for (const auto& n : layout.nodes) {
     if (std::find(plan.groups.begin(), plan.groups.end(), n.group) == plan.groups.end()) continue;
+    if (n.spare) continue;  // not in service: a spare is patched by being replaced
     if (n.node_name == layout.controller_node)
       controller = n.node_name;
     else

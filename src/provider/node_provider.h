@@ -116,6 +116,14 @@ class NodeProvider {
     return {};
   }
 
+  // A warm spare swapped in under another Slurm name: where a machine's hostname is its Slurm
+  // name (a local node), the machine takes the new name, now and at every boot. Nothing to do
+  // where machines keep their own names (a registered host).
+  virtual Status rename(const std::string& /*cluster_id*/, const std::string& /*instance_id*/,
+                        const std::string& /*hostname*/) {
+    return {};
+  }
+
   // The provider's fault drills (provider/fault_drill.h), or null when it has none.
   virtual FaultDrill* fault_drill() { return nullptr; }
 };

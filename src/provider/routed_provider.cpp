@@ -9,6 +9,11 @@ Status RoutedProvider::set_aside(const std::string& cluster_id, const std::strin
   return hosts_.set_aside(cluster_id, instance_id, reason);
 }
 
+Status RoutedProvider::rename(const std::string& c, const std::string& i,
+                              const std::string& hostname) {
+  return of(c, i).rename(c, i, hostname);
+}
+
 Result<int> RoutedProvider::claim_cluster_index(const std::string& cluster_id, int index) {
   return local_.claim_cluster_index(cluster_id, index);
 }

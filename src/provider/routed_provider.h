@@ -17,6 +17,8 @@ class RoutedProvider : public NodeProvider, public FaultDrill {
   // one: nothing to set aside).
   Status set_aside(const std::string& cluster_id, const std::string& instance_id,
                    const std::string& reason) override;
+  Status rename(const std::string& cluster_id, const std::string& instance_id,
+                const std::string& hostname) override;
   // Whether the instance is on a registered host.
   bool on_host(const std::string& cluster_id, const std::string& instance_id) {
     return hosts_.holds(cluster_id, instance_id);

@@ -218,6 +218,12 @@ ListedGroup check_group(const json& group, const std::string& path, Errors& erro
       group, "WarmSpares", join_path(path, "WarmSpares"), 0, kMaxWarmSpares,
       "must be an integer from 0 to " + std::to_string(kMaxWarmSpares), /*required=*/false, 0,
       errors);
+  // Spares take the top slots of the group's block of addresses and ports.
+  if (out.spec.instance_count + out.spec.warm_spares > kMaxInstancesPerGroup) {
+    errors.push_back({join_path(path, "WarmSpares"),
+                      "InstanceCount plus WarmSpares must be at most " +
+                          std::to_string(kMaxInstancesPerGroup)});
+  }
 
   auto role = group.find("ExecutionRole");
   if (role != group.end() && !role->is_string()) {

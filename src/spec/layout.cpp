@@ -8,6 +8,10 @@ std::string node_name(const std::string& group, int slot) {
   return group + "-" + std::to_string(slot);
 }
 
+std::string spare_node_name(const std::string& group, int k) {
+  return group + "-spare-" + std::to_string(k);
+}
+
 const NodeSlot* ClusterLayout::find(const std::string& name) const {
   for (const auto& n : nodes) {
     if (n.node_name == name) return &n;
@@ -52,15 +56,12 @@ ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters&
         if (slot.is_number_integer()) removed.push_back(slot.get<int>());
       }
     }
-    int made = 0;
-    for (int s = 0; made < std::max(group.instance_count, 1) && s < kMaxInstancesPerGroup; ++s) {
-      if (std::find(removed.begin(), removed.end(), s) != removed.end()) continue;
-      ++made;
+    auto slot_of = [&](int s, std::string name) {
       NodeSlot n;
       n.group = group.name;
       n.group_index = static_cast<int>(g);
       n.slot = s;
-      n.node_name = node_name(group.name, s);
+      n.node_name = std::move(name);
       n.hostname = n.node_name;
       n.address = "127." + std::to_string(100 + cluster_index) + "." + std::to_string(g) + "." +
                   std::to_string(s + 1);
@@ -69,6 +70,17 @@ ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters&
       n.partition = params.partition_of(group.name);
       if (type) n.type = *type;
       n.threads_per_core = group.threads_per_core;
+      return n;
+    };
+    const int spares = group.instance_count > 0 && params.role_of(group.name) == NodeRole::kWorker
+                           ? group.warm_spares
+                           : 0;
+    int made = 0;
+    for (int s = 0; made < std::max(group.instance_count, 1) && s < kMaxInstancesPerGroup - spares;
+         ++s) {
+      if (std::find(removed.begin(), removed.end(), s) != removed.end()) continue;
+      ++made;
+      NodeSlot n = slot_of(s, node_name(group.name, s));
       if (group.instance_count == 0) {
         if (n.role == NodeRole::kWorker) layout.future_nodes.push_back(std::move(n));
         continue;
@@ -78,6 +90,12 @@ ClusterLayout make_layout(const ClusterSpec& spec, const ProvisioningParameters&
         layout.controller_address = n.address;
         layout.controller_hostname = n.hostname;
       }
+      layout.nodes.push_back(std::move(n));
+    }
+    for (int k = 1; k <= spares; ++k) {
+      NodeSlot n = slot_of(kMaxInstancesPerGroup - k, spare_node_name(group.name, k));
+      n.spare = true;
+      n.partition.clear();  // in no partition: Slurm schedules nothing on a spare
       layout.nodes.push_back(std::move(n));
     }
   }

@@ -4,6 +4,8 @@
 //
 // Cluster c (1..kMaxClusters), group g (its position in the spec), slot s:
 //   hostname  <group>-<s> (a node placed on a registered host: the host's; see place_on_hosts)
+//             <group>-spare-<k> for the group's warm spare k (1..WarmSpares), in slot
+//             kMaxInstancesPerGroup - k: declared to Slurm, in no partition
 //   address   127.(100+c).g.(s+1)
 //   slurmd    port kPortBase + (c-1)*kPortsPerCluster + 1 + g*kMaxInstancesPerGroup + s
 //   slurmctld port kPortBase + (c-1)*kPortsPerCluster
@@ -31,6 +33,7 @@ struct NodeSlot {
   std::string node_name;
   std::string hostname;  // the machine's own name: node_name, or the host it was placed on
   bool on_host = false;  // placed on a registered host (place_on_hosts)
+  bool spare = false;    // a warm spare: booted and checked, swapped in for a failed worker
   std::string address;
   int slurmd_port = 0;
   NodeRole role = NodeRole::kWorker;
@@ -59,6 +62,8 @@ struct ClusterLayout {
 };
 
 std::string node_name(const std::string& group, int slot);
+// The Slurm name of a group's warm spare k (1..WarmSpares).
+std::string spare_node_name(const std::string& group, int k);
 
 // removed_slots: {group: [slot, ...]} of nodes BatchDeleteClusterNodes took away; a group's
 // InstanceCount slots are its lowest slot numbers not among them, so every other node keeps

@@ -166,6 +166,16 @@ ProvisioningParameters check_params(const json& params, const ClusterSpec& spec,
   }
   check_workers(params, roles, out, errors);
   roles.check_every_group_has_a_role(errors);
+  // A spare stands in for a failed worker; the controller holds Slurm's state and is
+  // rebooted, never replaced, and a login node is not Slurm's to schedule.
+  for (size_t i = 0; i < spec.groups.size(); ++i) {
+    if (spec.groups[i].warm_spares > 0 && out.role_of(spec.groups[i].name) != NodeRole::kWorker) {
+      errors.push_back({"InstanceGroups[" + std::to_string(i) + "].WarmSpares",
+                        "only a worker group keeps warm spares; " + spec.groups[i].name +
+                            " is the " + role_name(out.role_of(spec.groups[i].name)) +
+                            " group"});
+    }
+  }
   return out;
 }
 

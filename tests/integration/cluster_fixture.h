@@ -109,6 +109,7 @@ class ClusterFixture : public ::testing::Test {
     e_->start();
     json spec = make_spec(name, workers);
     spec["NodeRecovery"] = recovery;
+    if (warm_spares_ > 0) spec["InstanceGroups"][1]["WarmSpares"] = warm_spares_;
     ASSERT_TRUE(e_->call("CreateCluster", spec).ok());
     ASSERT_EQ(e_->wait_status(name, {"InService"}, 180s), "InService");
     name_ = name;
@@ -118,6 +119,7 @@ class ClusterFixture : public ::testing::Test {
   TempDir home_;
   std::unique_ptr<Endured> e_;
   std::string name_;
+  int warm_spares_ = 0;  // the worker group's WarmSpares, set before start_cluster
 };
 
 }  // namespace endure::test

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -235,51 +236,103 @@ std::map<std::string, std::pair<std::string, std::string>> nodes_on_hosts(
   return out;
 }
 
-TEST_F(HostCluster, APulledWorkerHostIsSetAsideAndTheNextHostTakesItsSlurmName) {
-  ASSERT_TRUE(e_->call("CreateCluster", spec("ml", 3)).ok());
-  ASSERT_EQ(e_->wait_status("ml", {"InService", "Failed"}, 180s), "InService");
-  auto before = nodes_on_hosts(hosts_by_name(), *e_);
-  ASSERT_EQ(before.size(), 4u);
-  const auto [pulled, old_instance] = before["worker-1"];
-  const auto controller_host = before["controller-0"].first;
-
-  // The plug pulled: no power, no power command answers (a reset fails).
-  ASSERT_EQ(hosts_.power(index_of(pulled), "pull").exit_code, 0);
+// Waits until node_name runs as a new Running instance (not `old_instance`); its host and
+// instance then.
+std::pair<std::string, std::string> wait_replaced(const Endured& e, const std::function<std::map<std::string, json>()>& hosts,
+                                                  const std::string& node_name,
+                                                  const std::string& old_instance) {
   std::pair<std::string, std::string> now;
-  bool replaced = wait_until(
+  wait_until(
       [&] {
-        auto node =
-            e_->call("DescribeClusterNode", {{"ClusterName", "ml"}, {"NodeId", "worker-1"}});
+        auto node = e.call("DescribeClusterNode", {{"ClusterName", "ml"}, {"NodeId", node_name}});
         if (!node) return false;
         const json& d = (*node)["NodeDetails"];
         if (d["InstanceId"] == old_instance || d["InstanceStatus"]["Status"] != "Running") {
           return false;
         }
-        now = nodes_on_hosts(hosts_by_name(), *e_)["worker-1"];
+        now = nodes_on_hosts(hosts(), e)[node_name];
         return true;
       },
       120s);
-  ASSERT_TRUE(replaced) << e_->cli({"list-cluster-events", "--cluster-name", "ml"}).out
-                        << e_->cli({"list-hosts"}).out;
-  EXPECT_NE(now.first, pulled);
-  EXPECT_NE(now.second, old_instance);
-  auto hosts = hosts_by_name();
-  EXPECT_EQ(hosts[pulled]["State"], "Quarantined") << hosts[pulled].dump();
-  EXPECT_FALSE(hosts[pulled].value("Reason", "").empty()) << hosts[pulled].dump();
-  EXPECT_EQ(hosts[now.first]["State"], "InUse");
-  std::printf("pulled host: worker-1 %s\n", back_in_service(*e_, "worker-1").c_str());
+  return now;
+}
 
-  // Slurm reaches worker-1 on its new host, by the same name.
+int ready_spares(const Endured& e) {
+  auto r = e.call("DescribeCluster", {{"ClusterName", "ml"}});
+  if (!r) return -1;
+  for (const auto& g : (*r)["InstanceGroups"]) {
+    if (g["InstanceGroupName"] == "worker") return g.value("CurrentWarmSpares", -1);
+  }
+  return -1;
+}
+
+TEST_F(HostCluster, APulledWorkerHostIsReplacedByTheWarmSpareAndThePoolRefillsIt) {
+  json s = spec("ml", 3);
+  s["InstanceGroups"][1]["WarmSpares"] = 1;
+  ASSERT_TRUE(e_->call("CreateCluster", s).ok());
+  ASSERT_EQ(e_->wait_status("ml", {"InService", "Failed"}, 180s), "InService")
+      << e_->cli({"list-cluster-events", "--cluster-name", "ml"}).out;
+  auto hosts = [&] { return hosts_by_name(); };
+  auto before = nodes_on_hosts(hosts(), *e_);
+  ASSERT_EQ(before.size(), 5u) << "a controller, 3 workers and the spare";
+  const auto [pulled, old_instance] = before["worker-1"];
+  const auto [spare_host, spare_instance] = before["worker-spare-1"];
+  const auto controller_host = before["controller-0"].first;
+  EXPECT_EQ(ready_spares(*e_), 1);
+  std::string remaining;
+  for (const auto& [name, h] : hosts()) {
+    if (h["State"] == "Available") remaining = name;
+  }
+  ASSERT_FALSE(remaining.empty());
+
+  // The plug pulled: no power, no power command answers (a reset fails).
+  ASSERT_EQ(hosts_.power(index_of(pulled), "pull").exit_code, 0);
+  auto now = wait_replaced(*e_, hosts, "worker-1", old_instance);
+  ASSERT_FALSE(now.first.empty()) << e_->cli({"list-cluster-events", "--cluster-name", "ml"}).out
+                                  << e_->cli({"list-hosts"}).out;
+  EXPECT_EQ(now, std::make_pair(spare_host, spare_instance)) << "the spare took worker-1's name";
+  EXPECT_EQ(hosts()[pulled]["State"], "Quarantined") << hosts()[pulled].dump();
+  std::printf("pulled host, warm spare: worker-1 %s\n", back_in_service(*e_, "worker-1").c_str());
+
+  // Slurm reaches worker-1 on the spare's host, by the same name.
   bool ran = wait_until(
       [&] {
         auto srun = hosts_.ssh(index_of(controller_host), "timeout 20 srun -N3 hostname");
-        return srun.exit_code == 0 && srun.out.find(now.first + "\n") != std::string::npos;
+        return srun.exit_code == 0 && srun.out.find(spare_host + "\n") != std::string::npos;
       },
       60s);
   EXPECT_TRUE(ran)
       << hosts_.ssh(index_of(controller_host), "sinfo -N; scontrol show node worker-1").out;
 
-  // Back from repair only when it passes basic checks.
+  // The pool refills the spare from its remaining host.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto spare = nodes_on_hosts(hosts(), *e_)["worker-spare-1"];
+        return spare.first == remaining && ready_spares(*e_) == 1;
+      },
+      120s))
+      << e_->cli({"list-cluster-nodes", "--cluster-name", "ml"}).out;
+  const auto refilled = nodes_on_hosts(hosts(), *e_)["worker-spare-1"];
+
+  // The next pull takes that spare, and the pool has no host left to make another.
+  const auto [second, second_instance] = before["worker-2"];
+  ASSERT_EQ(hosts_.power(index_of(second), "pull").exit_code, 0);
+  now = wait_replaced(*e_, hosts, "worker-2", second_instance);
+  EXPECT_EQ(now, refilled);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto events = e_->call("ListClusterEvents",
+                               {{"ClusterName", "ml"}, {"NodeName", "worker-spare-1"}});
+        if (!events) return false;
+        for (const auto& ev : (*events)["Events"]) {
+          if (ev["EventType"] == "NoHostAvailable") return true;
+        }
+        return false;
+      },
+      60s));
+  EXPECT_EQ(ready_spares(*e_), 0);
+
+  // Back from repair only when it passes basic checks; then the spare is made on it.
   auto refused = e_->cli({"return-host", "--host-name", pulled});
   EXPECT_EQ(refused.exit_code, 1) << refused.out;
   ASSERT_EQ(hosts_.power(index_of(pulled), "plug").exit_code, 0);
@@ -287,6 +340,13 @@ TEST_F(HostCluster, APulledWorkerHostIsSetAsideAndTheNextHostTakesItsSlurmName) 
   auto returned = e_->cli({"return-host", "--host-name", pulled, "--output", "json"});
   ASSERT_EQ(returned.exit_code, 0) << returned.err;
   EXPECT_EQ(json::parse(returned.out)["Host"]["State"], "Available");
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return nodes_on_hosts(hosts(), *e_)["worker-spare-1"].first == pulled &&
+               ready_spares(*e_) == 1;
+      },
+      120s))
+      << e_->cli({"list-cluster-nodes", "--cluster-name", "ml"}).out;
 }
 
 TEST_F(HostCluster, AHungHostIsAnsweredByThePowerCommandAndComesBackAsItself) {

@@ -17,6 +17,7 @@ struct Group {
   std::string type;
   int count;
   int threads_per_core = 1;
+  int warm_spares = 0;
 };
 
 struct Worker {
@@ -38,6 +39,7 @@ inline spec::ClusterLayout layout_of(const std::vector<Group>& groups,
          {"InstanceCount", g.count},
          {"LifeCycleConfig", {{"SourceS3Uri", "/lc"}, {"OnCreate", "on_create.sh"}}},
          {"ThreadsPerCore", g.threads_per_core}});
+    if (g.warm_spares > 0) request["InstanceGroups"].back()["WarmSpares"] = g.warm_spares;
   }
   json params = {{"version", "1.0.0"},
                  {"workload_manager", "slurm"},

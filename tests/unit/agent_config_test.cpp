@@ -1,9 +1,11 @@
 // The agent's config from endured: every field survives the trip, and an https endpoint
-// comes with the CA the agent pins.
+// comes with the CA the agent pins. A swapped-in spare's slurmd keeps its command line under
+// its new name.
 #include "agent/agent_config.h"
 
 #include <gtest/gtest.h>
 
+#include "agent/swap_in.h"
 #include "common/http_client.h"
 
 namespace endure::agent {
@@ -38,6 +40,15 @@ TEST(AgentConfig, RoundTripsWithItsCaFileAndPinsItForHttps) {
   auto plain = AgentConfig::from_json(old);
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->ca_file, "");
+}
+
+TEST(SwapIn, SlurmdKeepsItsCommandLineUnderTheNewName) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(with_node_name({"slurmd", "-N", "w-spare-1"}, "w-3"), (V{"slurmd", "-N", "w-3"}));
+  EXPECT_EQ(with_node_name({"/usr/sbin/slurmd", "-f", "/etc/s.conf", "-Nw-spare-1", "-D"}, "w-3"),
+            (V{"/usr/sbin/slurmd", "-f", "/etc/s.conf", "-Nw-3", "-D"}));
+  EXPECT_EQ(with_node_name({"slurmd"}, "w-3"), (V{"slurmd", "-N", "w-3"}));
+  EXPECT_EQ(with_node_name({"slurmd", "-N", "w-3"}, "w-3"), (V{"slurmd", "-N", "w-3"}));
 }
 
 }  // namespace

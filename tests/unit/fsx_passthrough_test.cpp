@@ -584,7 +584,7 @@ TEST(FsxPassthroughTest, AgentFsxCheckReportsTheStoppedDaemon) {
   // The point of endure-fsx: the agent's own bounded probe sees this node's /fsx hang.
   run_mounted([](Fsx& f, const std::string&, Reporter& r) {
     agent::health::NodeExpectations expect;
-    expect.node_name = "fsx-test-node";
+    expect.instance_id = "i-fsxtest";
     expect.fsx_path = f.mnt;
     expect.fsx_timeout_ms = 500;
     agent::health::FsxCheck check(expect);

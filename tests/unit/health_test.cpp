@@ -62,7 +62,7 @@ void expect_one(const std::vector<Finding>& found, const std::string& kind,
 // Expectations that every check passes on this machine, pointed at temp folders.
 NodeExpectations healthy_here(const TempDir& dir) {
   NodeExpectations e;
-  e.node_name = "node-a";
+  e.instance_id = "i-node-a";
   e.local_path = dir.str();
   e.fsx_path = dir.str();
   e.kmsg_path = dir.str("kmsg");
@@ -298,7 +298,7 @@ TEST(FsxCheckTest, WritableFolderIsHealthyAndLeavesNoProbeFile) {
   NodeExpectations e = healthy_here(dir);
   EXPECT_TRUE(FsxCheck(e).run().empty());
   EXPECT_TRUE(sfs::is_directory(dir.path() / ".endure-health"));
-  EXPECT_FALSE(sfs::exists(dir.path() / ".endure-health" / "node-a"));
+  EXPECT_FALSE(sfs::exists(dir.path() / ".endure-health" / "i-node-a"));
   EXPECT_TRUE(FsxCheck(e).run().empty());  // the folder already there is fine
 }
 

@@ -286,5 +286,29 @@ TEST(LayoutTest, SameInputSameLayout) {
   }
 }
 
+TEST(LayoutTest, WarmSparesTakeTheTopSlotsOfTheirGroupInNoPartition) {
+  ClusterLayout layout =
+      layout_of({{"controller", "local.c1", 1}, {"worker", "local.c2", 2, 1, 2}}, {{"worker", "dev"}});
+  ASSERT_EQ(layout.nodes.size(), 5u);
+  const NodeSlot* spare = layout.find("worker-spare-2");
+  ASSERT_NE(spare, nullptr);
+  EXPECT_TRUE(spare->spare);
+  EXPECT_EQ(spare->slot, kMaxInstancesPerGroup - 2);
+  EXPECT_EQ(spare->address, "127.101.1.63");
+  EXPECT_EQ(spare->slurmd_port, kPortBase + 1 + kMaxInstancesPerGroup + kMaxInstancesPerGroup - 2);
+  EXPECT_EQ(spare->role, NodeRole::kWorker);
+  EXPECT_EQ(spare->partition, "");
+  EXPECT_FALSE(layout.find("worker-1")->spare);
+  auto partitions = layout.partitions();
+  ASSERT_EQ(partitions.size(), 1u);
+  EXPECT_EQ(partitions[0].second, (std::vector<std::string>{"worker-0", "worker-1"}));
+}
+
+TEST(LayoutTest, AGroupScaledToZeroKeepsNoSpare) {
+  ClusterLayout layout =
+      layout_of({{"controller", "local.c1", 1}, {"worker", "local.c2", 0, 1, 2}}, {{"worker", "dev"}});
+  EXPECT_EQ(layout.find("worker-spare-1"), nullptr);
+}
+
 }  // namespace
 }  // namespace endure::spec

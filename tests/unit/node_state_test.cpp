@@ -55,7 +55,7 @@ TEST(NodeStateNames, EveryValueRoundTripsThroughParse) {
   for (auto v : all_recovery_stages()) EXPECT_EQ(parse_recovery_stage(name(v)), v) << name(v);
   for (auto v : all_lifecycle_statuses()) EXPECT_EQ(parse_lifecycle_status(name(v)), v);
   for (auto v : all_healths()) EXPECT_EQ(parse_health(name(v)), v) << name(v);
-  EXPECT_EQ(all_node_statuses().size(), 7u);
+  EXPECT_EQ(all_node_statuses().size(), 8u);
   EXPECT_EQ(all_recovery_stages().size(), 6u);
   EXPECT_EQ(all_lifecycle_statuses().size(), 5u);
   EXPECT_EQ(all_healths().size(), 3u);

@@ -196,6 +196,17 @@ TEST(ProvisioningTest, ControllerCountRuleNamesTheSpecField) {
             "InstanceGroups[0].InstanceCount: the controller group must have exactly 1 instance");
 }
 
+TEST(ProvisioningTest, OnlyAWorkerGroupKeepsWarmSpares) {
+  ClusterSpec spec = cluster();
+  spec.groups[0].warm_spares = 1;
+  spec.groups[2].warm_spares = 2;
+  std::vector<FieldError> errors = validate_provisioning(json::parse(kValid), spec);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(describe(errors),
+            "InstanceGroups[0].WarmSpares: only a worker group keeps warm spares; controller is "
+            "the controller group");
+}
+
 TEST(ProvisioningTest, GroupWithoutRoleRule) {
   std::vector<FieldError> errors = validate_provisioning(
       json::parse(with_workers(R"([{"instance_group_name":"worker-b","partition_name":"dev"}])")),

@@ -214,6 +214,18 @@ TEST(SlurmConfTest, GroupsSharingAPartitionGiveOneLine) {
   EXPECT_EQ(lines_starting(conf, "NodeName=").size(), 3u);
 }
 
+TEST(SlurmConfTest, AWarmSpareIsANodeOfNoPartition) {
+  auto layout = layout_of({{"controller", "local.c1", 1}, {"worker", "local.c2", 2, 1, 1}},
+                          {{"worker", "dev"}});
+  std::string conf = render_slurm_conf(layout);
+  auto spare = lines_starting(conf, "NodeName=worker-spare-1 ");
+  ASSERT_EQ(spare.size(), 1u) << conf;
+  EXPECT_EQ(fields(spare[0])["Port"], std::to_string(layout.find("worker-spare-1")->slurmd_port));
+  auto f = fields(lines_starting(conf, "PartitionName=")[0]);
+  EXPECT_EQ(f["Nodes"], "worker-0,worker-1");
+  EXPECT_NE(render_hosts(layout).find(" worker-spare-1\n"), std::string::npos);
+}
+
 TEST(SlurmConfTest, ResilienceSettingsArePresent) {
   std::string conf = render_slurm_conf(standard_layout());
   EXPECT_TRUE(has_line(conf, "TaskPlugin=task/none")) << conf;

@@ -170,6 +170,10 @@ std::vector<MalformedCase> malformed_cases() {
        "InstanceGroups[0].WarmSpares"},
       {"warm_spares_over_max", with_group_field(R"("WarmSpares":9)"),
        "InstanceGroups[0].WarmSpares"},
+      {"warm_spares_past_the_group_block",
+       with_group(R"({"InstanceGroupName":"w","InstanceType":"local.c1","InstanceCount":60,)"
+                  R"("WarmSpares":5,"LifeCycleConfig":{"SourceS3Uri":"/src","OnCreate":"a.sh"}})"),
+       "InstanceGroups[0].WarmSpares"},
       {"node_recovery_unknown", with_top(R"("NodeRecovery":"Manual")"), "NodeRecovery"},
       {"node_recovery_lowercase", with_top(R"("NodeRecovery":"automatic")"), "NodeRecovery"},
       {"node_recovery_bool", with_top(R"("NodeRecovery":true)"), "NodeRecovery"},

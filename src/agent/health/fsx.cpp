@@ -18,9 +18,9 @@ namespace {
 
 Finding fsx_error(std::string detail) { return {"fsx-error", "fsx", std::move(detail)}; }
 
-// The probe file's name: the node's, so that nodes sharing /fsx never collide.
+// The probe file's name: the instance's, so that nodes sharing /fsx never collide.
 std::string probe_name(const NodeExpectations& expect) {
-  if (!expect.node_name.empty()) return expect.node_name;
+  if (!expect.instance_id.empty()) return expect.instance_id;
   char host[256] = {};
   if (::gethostname(host, sizeof host - 1) == 0 && host[0] != '\0') return host;
   return "node-" + std::to_string(::getpid());

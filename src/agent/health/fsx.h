@@ -16,7 +16,7 @@ namespace endure::agent::health {
 using FsxProbe = std::function<std::optional<Finding>(const NodeExpectations&)>;
 
 // The real probe: stat(fsx_path), then a write, fsync, read-back and unlink of
-// `<fsx_path>/.endure-health/<node_name>` (making the folder when missing) → fsx-error with
+// `<fsx_path>/.endure-health/<instance_id>` (making the folder when missing) → fsx-error with
 // the errno text on failure; with check_space, also the free-space rule → disk-full.
 std::optional<Finding> probe_fsx(const NodeExpectations& expect, bool check_space);
 

@@ -38,7 +38,7 @@ class HealthCheck {
 // What a healthy node looks like, from its instance type; thresholds are documented in
 // the README's health-check table.
 struct NodeExpectations {
-  std::string node_name;
+  std::string instance_id;  // names its /fsx probe file: unique, and kept by a swapped-in spare
   int cpus = 1;
   int memory_mib = 0;
   int gpus = 0;

@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <chrono>
 #include <exception>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "common/log.h"
 
@@ -27,6 +29,13 @@ bool read_small_file(const std::string& path, std::string& out) {
 }  // namespace
 
 std::vector<Finding> SlurmdCheck::run() {
+  auto findings = look();
+  if (findings.empty()) return findings;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  return look();
+}
+
+std::vector<Finding> SlurmdCheck::look() const {
   std::vector<Finding> findings;
   try {
     std::string text;

@@ -14,9 +14,13 @@ class SlurmdCheck : public HealthCheck {
   const char* name() const override { return "slurmd"; }
   // slurmd-gone when the pid file is missing or unreadable, or its pid has no
   // /proc/<pid>, is a zombie, or is another program (a reused pid: comm is not "slurmd").
+  // Looked at twice, half a second apart: a slurmd restarted on purpose (a warm spare taking
+  // a worker's name) is gone only for a moment.
   std::vector<Finding> run() override;
 
  private:
+  std::vector<Finding> look() const;
+
   std::string pid_file_;
 };
 

@@ -316,6 +316,25 @@ Result<int> LocalProvider::reboot(const std::string& cluster_id, const std::stri
   return boot(cluster_id, instance_id);
 }
 
+Status LocalProvider::rename(const std::string& cluster_id, const std::string& instance_id,
+                             const std::string& hostname) {
+  auto path = instance_dir(cluster_id, instance_id) / "boot.json";
+  auto text = fs::read_file(path);
+  if (!text) return text.error();
+  auto boot = LocalBoot::from_json(json::parse(*text, nullptr, false));
+  if (!boot) return boot.error();
+  if (boot->hostname != hostname) {
+    boot->hostname = hostname;
+    if (auto s = fs::atomic_write_file(path, boot->to_json().dump(2)); !s) return s;
+  }
+  auto out = exec(cluster_id, instance_id, {"hostname", hostname}, std::chrono::seconds(5));
+  if (out.exit_code != 0) {
+    return make_error("ProviderError", "hostname " + hostname + " in " + instance_id + ": " +
+                                           out.err);
+  }
+  return {};
+}
+
 Result<int> LocalProvider::reimage(const std::string& cluster_id, const std::string& instance_id) {
   if (!std::filesystem::exists(instance_dir(cluster_id, instance_id) / "boot.json")) {
     return make_error("ProviderError", "instance " + instance_id + " was never launched");

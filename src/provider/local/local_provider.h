@@ -65,6 +65,8 @@ class LocalProvider : public NodeProvider, public FaultDrill {
   int pid(const std::string& cluster_id, const std::string& instance_id) override;
   NodeProbe probe(const std::string& cluster_id, const std::string& instance_id) override;
   Status restart_agent(const std::string& cluster_id, const std::string& instance_id) override;
+  Status rename(const std::string& cluster_id, const std::string& instance_id,
+                const std::string& hostname) override;
   Status terminate(const std::string& cluster_id, const std::string& instance_id) override;
   Status destroy(const std::string& cluster_id, const std::string& instance_id) override;
   Status write_file(const std::string& cluster_id, const std::string& instance_id,
