@@ -133,7 +133,7 @@ std::vector<NodeTransition> build_node_transitions() {
       {st(S::kPending, G::kRequested), st(S::kPending, G::kDrained), "NodeDrained",
        "a worker whose reboot failed is drained again before it is replaced"},
       {st(S::kPending, G::kRequested), st(S::kPending, G::kDrained), "",
-       "as above, not a worker or the drain failed"},
+       "as above, not a worker or the drain failed, or the node still drained from before"},
       {st(S::kRunning, G::kDrained), st(S::kShuttingDown, G::kTerminating), "NodeReplacing",
        "Replace: the instance goes with its local disk"},
       {st(S::kPending, G::kDrained), st(S::kShuttingDown, G::kTerminating), "NodeReplacing",

@@ -150,7 +150,13 @@ void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::Cluste
   const auto* slot = layout.find(row.node_name);
   bool worker = slot && slot->role == spec::NodeRole::kWorker;
   bool drained = false;
-  if (worker && slurm.client) {
+  // A reboot that failed leaves its node as its first drain left it: down and drained, its
+  // jobs handed to auto-resume already. Nothing to do again on the way to a Replace.
+  auto seen = slurm.nodes.find(row.node_name);
+  bool still_drained = row.status == "Pending" && seen != slurm.nodes.end() &&
+                       seen->second.drained() &&
+                       seen->second.reason.rfind(kDrainReasonPrefix, 0) == 0;
+  if (worker && slurm.client && !still_drained) {
     // Taken before the drain: Slurm requeues a job whose only node goes down by itself, and
     // auto-resume must still see it as the node's job.
     auto jobs_before = slurm.client->jobs();

@@ -1,6 +1,10 @@
 #include "controller/slurm_conf_push.h"
 
+#include <future>
+#include <map>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include "api/node_contract.h"
 #include "common/log.h"
@@ -26,16 +30,22 @@ void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
   if (hash == cluster.applied_conf_hash) return;
   auto rows = store.instances(cluster.id, true);
   const Instance* controller = nullptr;
-  bool written = true;
+  // Every node at once: on hosts each write is an SSH round trip, and a swapped-in spare
+  // waits for them.
+  std::vector<std::future<bool>> writes;
   for (const auto& r : rows) {
-    if (!provider.running(cluster.id, r.instance_id)) continue;
-    const std::string what = r.node_name + ": write the cluster's files";
-    written &=
-        log::ok(provider.write_file(cluster.id, r.instance_id, node::kSlurmConfPath, conf), what);
-    written &=
-        log::ok(provider.write_file(cluster.id, r.instance_id, node::kHostsPath, hosts), what);
+    writes.push_back(std::async(std::launch::async, [&] {
+      if (!provider.running(cluster.id, r.instance_id)) return true;
+      const std::string what = r.node_name + ": write the cluster's files";
+      bool ok = log::ok(provider.write_file(cluster.id, r.instance_id, node::kSlurmConfPath, conf),
+                        what);
+      return ok &&
+             log::ok(provider.write_file(cluster.id, r.instance_id, node::kHostsPath, hosts), what);
+    }));
     if (r.node_name == layout.controller_node && r.status == "Running") controller = &r;
   }
+  bool written = true;
+  for (auto& w : writes) written &= w.get();
   // Not applied until every node has the files (tried again next pass); the controller's
   // lifecycle starts slurmctld on this conf.
   if (!written || !controller) return;
@@ -46,8 +56,12 @@ void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
           ? client.nodes()
           : Result<std::vector<slurm::NodeState>>(make_error("SlurmError", "slurmctld is down"));
   std::set<std::string> known_names, wanted_names;
+  std::map<std::string, std::pair<std::string, std::string>> known_places;
   if (known) {
-    for (const auto& n : *known) known_names.insert(n.name);
+    for (const auto& n : *known) {
+      known_names.insert(n.name);
+      known_places[n.name] = {n.address, n.hostname};
+    }
   }
   for (const auto& n : layout.nodes) {
     if (n.role == spec::NodeRole::kWorker) wanted_names.insert(n.node_name);
@@ -57,6 +71,7 @@ void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
   // A node that moved to another host keeps its name: slurmctld is told where it runs now.
   for (const auto& n : layout.nodes) {
     if (!s || restart || n.role != spec::NodeRole::kWorker || !n.on_host) continue;
+    if (known_places[n.node_name] == std::make_pair(n.address, n.hostname)) continue;
     s = client.move_node(n.node_name, n.address, n.hostname);
   }
   if (!s) {

@@ -103,6 +103,8 @@ Result<std::vector<NodeState>> SlurmClient::nodes() const {
       for (const auto& f : n["state_flags"]) s.flags.push_back(f.get<std::string>());
     }
     s.reason = n.value("reason", "");
+    s.address = n.value("address", "");
+    s.hostname = n.value("hostname", "");
     // sinfo lists a node once per partition it is in.
     if (std::none_of(nodes.begin(), nodes.end(), [&](auto& x) { return x.name == s.name; })) {
       nodes.push_back(std::move(s));

@@ -21,6 +21,8 @@ struct NodeState {
   std::string state;               // idle, allocated, mixed, down, unknown, ...
   std::vector<std::string> flags;  // DRAIN, NOT_RESPONDING, ...
   std::string reason;
+  std::string address;   // NodeAddr
+  std::string hostname;  // NodeHostname
 
   // Registered and able to take work (idle, allocated or mixed, and responding).
   bool in_service() const;
