@@ -23,7 +23,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from datetime import datetime, timezone
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import replace  # noqa: E402  (the replacement rows: cold and warm, local and on hosts)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "build", "bin")
@@ -78,6 +82,9 @@ class Bench:
     # ---- endured and the cluster ---------------------------------------------------------
     def start(self):
         port = self.args.port
+        if not self.args.no_hosts:
+            # Nodes on hosts reach endured over TLS only.
+            json.dump({"AgentTlsPort": port + 1000}, open(os.path.join(self.home, "config.json"), "w"))
         with open(os.path.join(self.home, "endured.log"), "ab") as out:
             self.endured = subprocess.Popen(
                 [os.path.join(BIN, "endured"), "--home", self.home, "--port", str(port)],
@@ -183,7 +190,7 @@ def stats(values):
     return round(statistics.median(v), 3), round(max(v), 3)
 
 
-def report(args, rows, slurm, slurmd_timeout, notes):
+def report(args, rows, slurm, slurmd_timeout, notes, replacements):
     f = lambda x: "-" if x is None else "%.2f" % x
     per_kind = {}
     print()
@@ -226,6 +233,9 @@ def report(args, rows, slurm, slurmd_timeout, notes):
     back_met = None if back is None else back <= BACK_TARGET[1]
     print("back in service after a crash, median <= %.0f s: %s" % (
         BACK_TARGET[1], "-" if back_met is None else ("met" if back_met else "not met")))
+    replaced = replacements.summary() if replacements else {}
+    if replaced:
+        replacements.print_table(replaced)
     for n in notes:
         print("note: " + n)
     print(json.dumps({
@@ -235,7 +245,9 @@ def report(args, rows, slurm, slurmd_timeout, notes):
         "slurm": slurm, "slurmd_timeout_s": slurmd_timeout,
         "ratio_slurm_to_ours_crash": ratio,
         "crash_back_median_s": back, "crash_back_target_s": BACK_TARGET[1],
-        "crash_back_target_met": back_met, "notes": notes,
+        "crash_back_target_met": back_met,
+        "replace": replaced, "replace_rows": replacements.rows if replacements else [],
+        "notes": notes,
     }, separators=(",", ":")))
 
 
@@ -245,6 +257,9 @@ def main():
     p.add_argument("--kinds", default=",".join(KINDS))
     p.add_argument("--smoke", action="store_true", help="1 trial per kind, no Slurm row")
     p.add_argument("--no-slurm", action="store_true", help="skip Slurm's own detection")
+    p.add_argument("--no-replace", action="store_true",
+                   help="skip the replacement rows (cold and warm, local and on hosts)")
+    p.add_argument("--no-hosts", action="store_true", help="replacement rows on local nodes only")
     p.add_argument("--port", type=int, default=7401)
     p.add_argument("--trial-timeout", type=float, default=120)
     p.add_argument("--slurm-timeout", type=float, default=120)
@@ -255,7 +270,7 @@ def main():
         print("run.py: --kinds takes %s; --trials at least 1" % ",".join(KINDS), file=sys.stderr)
         return 2
     if args.smoke:
-        args.trials, args.no_slurm = 1, True
+        args.trials, args.no_slurm, args.no_hosts = 1, True, True
     if not all(os.access(os.path.join(BIN, b), os.X_OK) for b in ("endured", "endure")):
         print("run.py: no build in %s: run scripts/setup.sh" % BIN, file=sys.stderr)
         return 2
@@ -271,6 +286,7 @@ def main():
 
     bench = Bench(args)
     rows, slurm, failed, slurmd_timeout = [], None, False, None
+    replacements = None
     interrupted = []
     signal.signal(signal.SIGTERM, lambda *_: interrupted.append(1) or sys.exit(130))
     try:
@@ -290,6 +306,12 @@ def main():
                     failed = True
                     bench.notes.append("%s #%d on %s: not back within %.0f s" % (
                         kind, i + 1, node, args.trial_timeout))
+        if not args.no_replace:
+            replacements = replace.Replacements(bench, BIN, NAME, args.trials,
+                                                args.trial_timeout, log)
+            replacements.run_local(WORKERS)
+            if not args.no_hosts:
+                replacements.run_hosts(os.path.join(REPO, "examples/lifecycle/base-config"))
         if not args.no_slurm:
             if not bench.settled():
                 raise RuntimeError("the cluster did not settle before Slurm's row")
@@ -300,12 +322,15 @@ def main():
     except Exception as e:  # the report still comes, with what was measured
         failed = True
         bench.notes.append("stopped early: %s" % e)
-        log("error: %s" % e)
+        log("error: %s\n%s" % (e, traceback.format_exc()))
     finally:
+        if replacements and not replacements.close():
+            failed = True
+            bench.notes.append("the host cluster was not deleted cleanly")
         if not bench.stop():
             failed = True
             bench.notes.append("cleanup was not clean (see %s)" % bench.home)
-    report(args, rows, slurm, slurmd_timeout, bench.notes)
+    report(args, rows, slurm, slurmd_timeout, bench.notes, replacements)
     if not failed:
         shutil.rmtree(bench.home, ignore_errors=True)
     else:

@@ -108,10 +108,11 @@ void add_describe_cluster_node(CLI::App& app, SessionPtr s, Selected selected) {
 }
 
 // UpdateCluster wants every group; this is every group as DescribeCluster shows it, with
-// the named groups' counts replaced.
+// the named groups' counts (and warm spares, when given) replaced.
 Result<json> instance_groups_with_counts(const api::DescribeClusterReply& cluster,
                                          const std::vector<std::string>& names,
-                                         const std::vector<long long>& counts) {
+                                         const std::vector<long long>& counts,
+                                         const std::vector<long long>& spares) {
   json groups = json::array();
   std::vector<std::string> have;
   std::set<std::string> found;
@@ -129,7 +130,8 @@ Result<json> instance_groups_with_counts(const api::DescribeClusterReply& cluste
     for (size_t i = 0; i < names.size(); ++i) {
       if (names[i] == g.instance_group_name) {
         // As given, not narrowed to int: endured's range check words the error.
-        group[f::kInstanceCount] = counts[i];
+        if (i < counts.size()) group[f::kInstanceCount] = counts[i];
+        if (i < spares.size()) group[f::kWarmSpares] = spares[i];
         found.insert(names[i]);
       }
     }
@@ -148,12 +150,14 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* verb = app.add_subcommand("update-cluster",
                                       "Change instance counts: of every group (--instance-groups) "
                                       "or of some (--instance-group-name "
-                                      "G --instance-count N, repeatable); or NodeRecovery alone");
+                                      "G --instance-count N and/or --warm-spares N, repeatable); "
+                                      "or NodeRecovery alone");
   auto request = std::make_shared<RequestBuilder>(verb);
   auto wait = std::make_shared<WaitOptions>();
   struct Counts {
     std::vector<std::string> names;
     std::vector<long long> counts;
+    std::vector<long long> spares;
   };
   auto counts = std::make_shared<Counts>();
   request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
@@ -168,17 +172,25 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
   verb->add_option("--instance-count", counts->counts, "the new count of that group")
       ->allow_extra_args(false)
       ->excludes(groups);
+  verb->add_option("--warm-spares", counts->spares, "the new WarmSpares of that group")
+      ->allow_extra_args(false)
+      ->excludes(groups);
   add_wait_options(verb, *wait, "the cluster is InService again");
 
   on_run(verb, selected, [s, request, wait, counts] {
     auto built = request->build();
     if (!built) return s->report(built.error());
     json& body = *built;
-    if (!counts->names.empty() || !counts->counts.empty()) {
-      if (counts->names.size() != counts->counts.size()) {
-        return s->report(usage("--instance-group-name and --instance-count go in pairs (got " +
-                               std::to_string(counts->names.size()) + " and " +
-                               std::to_string(counts->counts.size()) + ")"));
+    if (!counts->names.empty() || !counts->counts.empty() || !counts->spares.empty()) {
+      const size_t n = counts->names.size();
+      bool paired = (!counts->counts.empty() || !counts->spares.empty()) &&
+                    (counts->counts.empty() || counts->counts.size() == n) &&
+                    (counts->spares.empty() || counts->spares.size() == n);
+      if (!paired) {
+        return s->report(usage(
+            "each --instance-group-name goes with an --instance-count, a --warm-spares, or both "
+            "(got " + std::to_string(n) + " names, " + std::to_string(counts->counts.size()) +
+            " counts and " + std::to_string(counts->spares.size()) + " warm spares)"));
       }
       // The name as given (any JSON): endured's answer to a bad one is the error shown.
       auto reply = s->call(api::kDescribeCluster, {{f::kClusterName, body[f::kClusterName]}});
@@ -188,7 +200,8 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
         return s->report(
             make_error(kFailed, "DescribeCluster's reply: " + cluster.error().message));
       }
-      auto list = instance_groups_with_counts(*cluster, counts->names, counts->counts);
+      auto list =
+          instance_groups_with_counts(*cluster, counts->names, counts->counts, counts->spares);
       if (!list) return s->report(list.error());
       body[f::kInstanceGroups] = std::move(*list);
     } else if (!body.contains(f::kInstanceGroups) && !body.contains(f::kNodeRecovery)) {

@@ -8,6 +8,7 @@
 #include "common/crash_point.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "controller/node_launcher.h"
 #include "slurm/hostlist.h"
 
 namespace endure::controller {
@@ -256,6 +257,20 @@ void AutoResumeManager::finish(const store::ClusterRow& cluster, store::AutoResu
                                 : message);
 }
 
+std::string AutoResumeManager::still_waiting(const store::ClusterRow& cluster,
+                                             const store::AutoResumeRow& row) {
+  std::string out;
+  auto faulty = row.nodes.get<std::vector<std::string>>();
+  for (const auto& r : store_.instances(cluster.id, true)) {
+    bool named = std::find(faulty.begin(), faulty.end(), r.node_name) != faulty.end();
+    // A replacement with no host to go to says so (NodeLauncher::claim_hosts).
+    if (named && r.status == "Pending" && r.message.rfind(kWaitingForHost, 0) == 0) {
+      out += "; " + r.node_name + ": " + r.message;
+    }
+  }
+  return out;
+}
+
 void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmView& slurm) {
   auto waiting = store_.auto_resumes(cluster.id, "Waiting");
   if (waiting.empty() || !slurm.client) return;
@@ -276,7 +291,8 @@ void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmV
     if (now - row.fault_time > config_.auto_resume_timeout_seconds) {
       finish(cluster, row, "Failed",
              "nodes not back in service within " +
-                 std::to_string(config_.auto_resume_timeout_seconds) + " s (AutoResumeTimeoutSeconds)");
+                 std::to_string(config_.auto_resume_timeout_seconds) +
+                 " s (AutoResumeTimeoutSeconds)" + still_waiting(cluster, row));
       continue;
     }
     if (row.mode == "Requeue") {

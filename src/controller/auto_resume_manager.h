@@ -58,6 +58,9 @@ class AutoResumeManager {
                 const std::string& type, const std::string& text);
   void finish(const store::ClusterRow& cluster, store::AutoResumeRow row, const std::string& state,
               const std::string& message);
+  // "; worker-1: waiting for an Available host in pool rack-a" for each of the job's faulty
+  // nodes whose replacement has no host to go to; "" when none.
+  std::string still_waiting(const store::ClusterRow& cluster, const store::AutoResumeRow& row);
 
   store::Store& store_;
   const Config& config_;

@@ -179,7 +179,7 @@ void NodeLauncher::claim_hosts(const store::ClusterRow& cluster, const spec::Clu
       log::info("{}: {} on host {}", cluster.name, r.node_name, (*claimed)->host.ssh.name);
       continue;
     }
-    std::string waiting = "waiting for an Available host in pool " + group->host_pool;
+    std::string waiting = kWaitingForHost + group->host_pool;
     if (r.message == waiting) continue;
     (void)transition(
         store_, r,

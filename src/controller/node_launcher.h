@@ -17,6 +17,10 @@
 
 namespace endure::controller {
 
+// The message of a node waiting for a host of its pool ("... rack-a"), which auto-resume
+// repeats when it gives up on the node.
+inline constexpr const char* kWaitingForHost = "waiting for an Available host in pool ";
+
 class NodeLauncher {
  public:
   NodeLauncher(store::Store& store, provider::NodeProvider& provider, const Config& config,

@@ -94,20 +94,26 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
 // records: a controller killed at any point redoes at most the effect in flight (a drain, a
 // destroy: both idempotent) and never writes an event twice.
 void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
-                          const store::InstanceRow& row, const SlurmView& slurm) {
+                          const store::InstanceRow& row, const SlurmView& slurm,
+                          bool drained_already) {
   auto stage = parse_recovery_stage(row.recovery_stage).value_or(RecoveryStage::kNone);
   for (;;) {
     switch (next_recovery_step(row.recovery, stage)) {
       case RecoveryStep::kNone:
         return;
       case RecoveryStep::kDrain:
-        drain(cluster, layout, row, slurm);
+        drain(cluster, layout, row, slurm, drained_already);
         crash_point("recovery.after_drain");
         health_.forget(row.instance_id);
         stage = RecoveryStage::kDrained;
         break;
-      case RecoveryStep::kReboot:
-        return reboot(cluster, row);
+      case RecoveryStep::kReboot: {
+        // A reboot that cannot start (a host with its plug pulled) is replaced in the same
+        // pass: its node is drained already.
+        if (!reboot(cluster, row)) return;
+        if (auto fresh = store_.instance(row.instance_id)) act(cluster, layout, *fresh, slurm, true);
+        return;
+      }
       case RecoveryStep::kMarkReplacing: {
         Status s = transition(store_, row, {{"NodeReplacing", row.recovery_reason}},
                               [&](store::InstanceRow& x) {
@@ -146,16 +152,18 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
 }
 
 void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
-                            const store::InstanceRow& row, const SlurmView& slurm) {
+                            const store::InstanceRow& row, const SlurmView& slurm,
+                            bool drained_already) {
   const auto* slot = layout.find(row.node_name);
   bool worker = slot && slot->role == spec::NodeRole::kWorker;
   bool drained = false;
   // A reboot that failed leaves its node as its first drain left it: down and drained, its
   // jobs handed to auto-resume already. Nothing to do again on the way to a Replace.
   auto seen = slurm.nodes.find(row.node_name);
-  bool still_drained = row.status == "Pending" && seen != slurm.nodes.end() &&
-                       seen->second.drained() &&
-                       seen->second.reason.rfind(kDrainReasonPrefix, 0) == 0;
+  bool still_drained = drained_already ||
+                       (row.status == "Pending" && seen != slurm.nodes.end() &&
+                        seen->second.drained() &&
+                        seen->second.reason.rfind(kDrainReasonPrefix, 0) == 0);
   if (worker && slurm.client && !still_drained) {
     // Taken before the drain: Slurm requeues a job whose only node goes down by itself, and
     // auto-resume must still see it as the node's job.
@@ -178,7 +186,7 @@ void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::Cluste
                    [](store::InstanceRow& x) { x.recovery_stage = "Drained"; });
 }
 
-void RecoveryManager::reboot(const store::ClusterRow& cluster, const store::InstanceRow& row) {
+bool RecoveryManager::reboot(const store::ClusterRow& cluster, const store::InstanceRow& row) {
   Status s =
       transition(store_, row, {{"NodeRebooting", row.recovery_reason}}, [&](store::InstanceRow& x) {
         x.status = "Pending";
@@ -188,19 +196,20 @@ void RecoveryManager::reboot(const store::ClusterRow& cluster, const store::Inst
         x.recovery_stage = "Rebooting";
         x.recovery_since = ids::now_seconds();
       });
-  if (!s) return;
+  if (!s) return false;
   auto pid = provider_.reboot(cluster.id, row.instance_id);
   crash_point("recovery.after_reboot");
   if (pid) {
     (void)transition(store_, row, {}, [&](store::InstanceRow& x) { x.pid = *pid; });
-    return;
+    return false;
   }
-  (void)transition(store_, row, {{"RebootFailed", pid.error().message}},
+  return transition(store_, row, {{"RebootFailed", pid.error().message}},
                    [&](store::InstanceRow& x) {
                      x.recovery = "Replace";
                      x.recovery_reason = "reboot-failed: " + pid.error().message;
                      x.recovery_stage = "Requested";
-                   });
+                   })
+      .ok();
 }
 
 Status RecoveryManager::request(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,

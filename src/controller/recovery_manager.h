@@ -53,12 +53,14 @@ class RecoveryManager {
   void judge(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
              const spec::ClusterLayout& layout, const store::InstanceRow& row,
              const SlurmView& slurm);
+  // drained_already: the node was drained in this pass (a reboot that failed at once).
   void act(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
-           const store::InstanceRow& row, const SlurmView& slurm);
+           const store::InstanceRow& row, const SlurmView& slurm, bool drained_already = false);
   // Takes a worker out of Slurm (down + drain) and stores the stage Drained.
   void drain(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
-             const store::InstanceRow& row, const SlurmView& slurm);
-  void reboot(const store::ClusterRow& cluster, const store::InstanceRow& row);
+             const store::InstanceRow& row, const SlurmView& slurm, bool drained_already);
+  // True when the reboot could not start and a Replace is requested instead.
+  bool reboot(const store::ClusterRow& cluster, const store::InstanceRow& row);
 
   store::Store& store_;
   provider::NodeProvider& provider_;
