@@ -37,6 +37,7 @@ BIN=$REPO/build/bin
 PORT=${BENCH_PORT:-7400}
 NAME=bench-ar
 TARGET_S=20
+WARM_TARGET_S=2.5    # fault -> re-run start, median, with a warm spare swapped in
 UNITS=400            # 100 units per rank ...
 UNIT_SECONDS=0.2     # ... of 0.2 s: 20 s of work per rank, well past the fault
 PROGRESS_UNITS=5     # ~1 s of progress on every rank before the fault
@@ -171,7 +172,7 @@ on_exit() {
   fi
   # The report comes after everything is stopped, so that its JSON is the very last line.
   if [ -s "$PY" ]; then
-    python3 "$PY" report "$RESULTS" "$TRIALS" "$PEER_WAIT" "$TARGET_S" "$SMOKE" "$NO_REPAIR_WAIT"
+    python3 "$PY" report "$RESULTS" "$TRIALS" "$PEER_WAIT" "$TARGET_S" "$SMOKE" "$NO_REPAIR_WAIT" "$WARM_TARGET_S"
   fi
   [ "$keep" = 1 ] || rm -rf --one-file-system "$HOME_DIR" 2>/dev/null || true
   exit "$rc"
@@ -263,7 +264,9 @@ elif cmd == "field":             # JSON_FILE KEY
 elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE NO_REPAIR_WAIT
     rows = lines(sys.argv[2])
     trials_wanted, peer_wait, target, smoke, nr_wait = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6] == "1", int(sys.argv[7])
-    ours = [r for r in rows if r.get("kind") == "ours"]
+    warm_target = float(sys.argv[8])
+    ours = [r for r in rows if r.get("kind") == "ours" and r.get("mode", "cold") == "cold"]
+    warm = [r for r in rows if r.get("kind") == "ours" and r.get("mode") == "warm"]
     peer = next((r for r in rows if r.get("kind") == "peer"), None)
     nrep = next((r for r in rows if r.get("kind") == "peer_no_repair"), None)
     notes = [r.get("note") for r in rows if r.get("kind") == "note"]
@@ -275,18 +278,20 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
     hdr = "%-24s %-22s %10s %11s %11s %14s" % ("trial", "node", "->detected", "->node back", "->job ready", "->re-run start")
     print(hdr)
     print("-" * len(hdr))
-    for r in ours:
-        node = r["node"] + (" (batch host)" if r.get("batch_host") else "")
-        rr = f(r.get("fault_to_rerun_s")) if r.get("rerun") else "none in %ds" % r.get("waited_s", 0)
-        print("%-24s %-22s %10s %11s %11s %14s" % ("auto-resume #%d" % r["trial"], node, f(r.get("detected_s")),
-              f(r.get("node_back_s")), f(r.get("job_ready_s")), rr))
-    vals = [r["fault_to_rerun_s"] for r in ours if r.get("rerun")]
-    med = statistics.median(vals) if vals else None
-    mn = min(vals) if vals else None
-    mx = max(vals) if vals else None
-    if vals:
-        print("%-24s %-22s %10s %11s %11s %14s" % ("auto-resume median", "(%d of %d re-ran)" % (len(vals), len(ours)), "", "", "", f(med)))
-        print("%-24s %-22s %10s %11s %11s %14s" % ("auto-resume min / max", "", "", "", "", "%s / %s" % (f(mn), f(mx))))
+    def trial_rows(label, rs):
+        for r in rs:
+            node = r["node"] + (" (batch host)" if r.get("batch_host") else "")
+            rr = f(r.get("fault_to_rerun_s")) if r.get("rerun") else "none in %ds" % r.get("waited_s", 0)
+            print("%-24s %-22s %10s %11s %11s %14s" % ("%s #%d" % (label, r["trial"]), node, f(r.get("detected_s")),
+                  f(r.get("node_back_s")), f(r.get("job_ready_s")), rr))
+        vals = [r["fault_to_rerun_s"] for r in rs if r.get("rerun")]
+        med = statistics.median(vals) if vals else None
+        if vals:
+            print("%-24s %-22s %10s %11s %11s %14s" % (label + " median", "(%d of %d re-ran)" % (len(vals), len(rs)), "", "", "", f(med)))
+            print("%-24s %-22s %10s %11s %11s %14s" % (label + " min / max", "", "", "", "", "%s / %s" % (f(min(vals)), f(max(vals)))))
+        return vals, med, (min(vals) if vals else None), (max(vals) if vals else None)
+    vals, med, mn, mx = trial_rows("auto-resume", ours)
+    wvals, wmed, wmn, wmx = trial_rows("warm spare", warm)
     for label, r in (("plain Slurm requeue", peer), ("plain Slurm, no repair", nrep)):
         if not r:
             continue
@@ -329,6 +334,12 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
         print("ratio: not available")
     met = med is not None and med <= target and len(vals) == len(ours) == trials_wanted
     print("target: median fault->re-run <= %d s: %s" % (target, "met" if met else "not met"))
+    warm_ratio = med / wmed if med and wmed else None
+    warm_met = wmed is not None and wmed <= warm_target and len(wvals) == len(warm) == trials_wanted
+    if warm:
+        print("warm spare: the crashed node's name taken by the group's warm spare (WarmSpares 1)")
+        print("ratio cold / warm median fault->re-run: %s" % ("-" if warm_ratio is None else "%.1fx" % warm_ratio))
+        print("target: median fault->re-run <= %.1f s with a warm spare: %s" % (warm_target, "met" if warm_met else "not met"))
     if smoke:
         print("(smoke run: 1 trial, PEER_WAIT 20 s: a check that the bench works, not a measurement)")
     for n in notes:
@@ -347,6 +358,10 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
         "peer_no_repair": nrep,
         "ratio": r3(ratio), "ratio_is_lower_bound": lower,
         "target_s": int(target), "target_met": met,
+        "warm_trials": warm,
+        "ours_warm_median_s": r3(wmed), "ours_warm_min_s": r3(wmn), "ours_warm_max_s": r3(wmx),
+        "ratio_cold_to_warm": r3(warm_ratio),
+        "warm_target_s": warm_target, "warm_target_met": warm_met,
         "notes": notes,
     }
     print(json.dumps(out, separators=(",", ":")))
@@ -492,15 +507,38 @@ node_for_trial() { # worker-0 (the batch host) in trial 4, the others in turn el
   [ "$i" -gt 4 ] && i=$((i - 1))
   echo "${others[$(( (i - 1) % 3 ))]}"
 }
+# The worker group's warm spares, set and awaited (the cluster InService again).
+set_spares() { # N
+  timeout 200 "$BIN/endure" update-cluster --cluster-name "$NAME" --instance-group-name worker \
+    --warm-spares "$1" --wait --wait-timeout 180 >>"$HOME_DIR/cli.log" 2>&1
+}
+# The group's spare ready (CurrentWarmSpares 1), within $1 seconds.
+wait_spare_ready() {
+  local deadline=$(( $(date +%s) + $1 ))
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    timeout 30 "$BIN/endure" describe-cluster --cluster-name "$NAME" >"$HOME_DIR/describe-spare.json" 2>/dev/null
+    [ "$(python3 -c 'import json,sys
+for g in json.load(open(sys.argv[1])).get("InstanceGroups", []):
+    if g["InstanceGroupName"] == "worker": print(g.get("CurrentWarmSpares", 0))' "$HOME_DIR/describe-spare.json" 2>/dev/null)" = 1 ] && return 0
+    sleep 0.5
+  done
+  log "the warm spare was not ready within $1 s"
+  return 1
+}
 MEASURE_OK=1
+# TRIALS trials of MODE: cold (a new instance replaces the crashed node) or warm (the group's
+# warm spare takes its name).
+ours_trials() { # MODE
+local mode=$1 trial node figs run job bh mark tf rerun waited ev need evdeadline
 for trial in $(seq 1 "$TRIALS"); do
   node=$(node_for_trial "$trial")
   figs=""
-  run=ar-$trial
+  run=ar-$mode-$trial
+  if [ "$mode" = warm ] && ! wait_spare_ready "$IDLE_TIMEOUT"; then MEASURE_OK=0; break; fi
   write_job "$run" "--auto-resume=1"
   job=$(submit "$run")
   if ! [[ "$job" =~ ^[0-9]+$ ]]; then log "trial $trial: sbatch failed (see $HOME_DIR/cli.log)"; MEASURE_OK=0; break; fi
-  log "trial $trial: job $job ($run), fault: crash $node"
+  log "$mode trial $trial: job $job ($run), fault: crash $node"
   if ! wait_progress "$run" "$job"; then MEASURE_OK=0; break; fi
   bh=$(batch_host "$job")
   mark=$(mark_events) || mark=0
@@ -519,10 +557,10 @@ for trial in $(seq 1 "$TRIALS"); do
     sleep 1
   done
   [ -n "${figs:-}" ] || figs='{}'
-  python3 - "$trial" "$node" "$job" "$bh" "$rerun" "$waited" "$figs" >>"$RESULTS" <<'EOF'
+  python3 - "$trial" "$node" "$job" "$bh" "$rerun" "$waited" "$figs" "$mode" >>"$RESULTS" <<'EOF'
 import json, sys
-trial, node, job, bh, rerun, waited, figs = sys.argv[1:]
-r = {"kind": "ours", "trial": int(trial), "node": node, "job": int(job), "batch_host": bh == node}
+trial, node, job, bh, rerun, waited, figs, mode = sys.argv[1:]
+r = {"kind": "ours", "mode": mode, "trial": int(trial), "node": node, "job": int(job), "batch_host": bh == node}
 r.update(json.loads(figs))
 if rerun:
     r["rerun"] = True
@@ -541,6 +579,17 @@ EOF
   wait_job_gone "$job" "$JOB_END_TIMEOUT" || MEASURE_OK=0
   if ! wait_workers_idle "$IDLE_TIMEOUT"; then MEASURE_OK=0; break; fi
 done
+}
+ours_trials cold
+if [ "$MEASURE_OK" = 1 ]; then
+  if set_spares 1; then
+    ours_trials warm
+    set_spares 0 || { note "update-cluster --warm-spares 0 failed (see cli.log)"; MEASURE_OK=0; }
+  else
+    note "update-cluster --warm-spares 1 failed (see cli.log); the warm rows were skipped"
+    MEASURE_OK=0
+  fi
+fi
 
 # ---- the peer: plain Slurm requeue (endure still repairs the node) ------------------------
 # One measured fault under a plain requeueable job: returns 0 when it was measured.
