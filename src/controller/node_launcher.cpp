@@ -151,7 +151,7 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
     for (const auto& r : rows) {
       if (r.node_name == slot.node_name && r.message.rfind("replaced: ", 0) == 0 &&
           r.terminated_at >= last_terminated(rows, slot.node_name)) {
-        swapped = spares_.swap_in(cluster, slot, r);
+        swapped = spares_.swap_in(cluster, layout, slot, r);
         if (swapped) break;
         row.replaces = r.instance_id;
         row.recovery_since = r.recovery_since;  // when the fault was found

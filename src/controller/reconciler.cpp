@@ -100,7 +100,6 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   launcher_.launch_pending(cluster, *parsed);
   // Launching may have placed nodes on hosts: what follows sees them where they are now.
   if (auto placed = load_model(store_, cluster); placed) parsed->layout = std::move(placed->layout);
-  push_slurm_conf(store_, provider_, cluster, layout);
 
   // One look at Slurm per pass, shared by what follows.
   SlurmView view;
@@ -124,6 +123,9 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   if (recovery_.reconcile(cluster, parsed->spec, layout, view)) wake();
   if (software_updates_.reconcile(cluster, layout, view)) wake();
   auto_resume_.reconcile(cluster, view);
+  // Last: a swapped-in spare, which Slurm already knows by its name and address, is in
+  // service above without waiting for every node's copy of the files.
+  push_slurm_conf(store_, provider_, cluster, layout);
   update_cluster_status(cluster, layout);
 }
 

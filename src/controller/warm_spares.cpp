@@ -8,16 +8,19 @@
 #include "common/crash_point.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "controller/slurm_in_node.h"
 #include "controller/transition.h"
 
 namespace endure::controller {
 
 using namespace std::chrono_literals;
 
-bool WarmSpares::swap_in(const store::ClusterRow& cluster, const spec::NodeSlot& slot,
-                         const store::InstanceRow& replaced) {
+bool WarmSpares::swap_in(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+                         const spec::NodeSlot& slot, const store::InstanceRow& replaced) {
   std::vector<store::InstanceRow> ready;
+  std::string controller;
   for (auto& r : store_.instances(cluster.id, true)) {
+    if (r.node_name == layout.controller_node && r.status == "Running") controller = r.instance_id;
     if (r.status == "WarmSpare" && r.group == slot.group) ready.push_back(std::move(r));
   }
   // The same spare each time it is asked: one a crash left half swapped in is finished.
@@ -25,6 +28,11 @@ bool WarmSpares::swap_in(const store::ClusterRow& cluster, const spec::NodeSlot&
             [](const auto& a, const auto& b) { return a.node_name < b.node_name; });
   for (const auto& spare : ready) {
     Status s = provider_.rename(cluster.id, spare.instance_id, slot.node_name);
+    const spec::NodeSlot* machine = layout.find(spare.node_name);
+    if (s && machine && machine->on_host && !controller.empty()) {
+      s = slurm_in_node(provider_, cluster.id, controller)
+              .move_node(slot.node_name, machine->address, machine->hostname);
+    }
     if (s) {
       auto out = provider_.exec(cluster.id, spare.instance_id,
                                 {std::string(node::kBinDir) + "/endure-agent", "--swap-in",

@@ -24,8 +24,10 @@ class WarmSpares {
   // Swaps a ready spare of slot's group into the slot `replaced` left: true when one took
   // it (the slot needs no new instance). The effect comes first and is idempotent, then the
   // row changes with its event: a controller killed between them swaps the same spare again.
-  bool swap_in(const store::ClusterRow& cluster, const spec::NodeSlot& slot,
-               const store::InstanceRow& replaced);
+  // On a host, slurmctld is told the node's new address first, so that Slurm reaches it as
+  // soon as its slurmd registers under the name.
+  bool swap_in(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+               const spec::NodeSlot& slot, const store::InstanceRow& replaced);
 
   // Destroys every spare that went unhealthy or silent.
   void watch(const store::ClusterRow& cluster);

@@ -197,9 +197,10 @@ Status SlurmClient::expand_job(const JobState& job, const std::vector<std::strin
   }
   // Without accounting, scontrol answers "the DB index is being set", retries after a
   // fixed 5 s and fails again, although its first request has merged the nodes: it gets a
-  // second, then the job's node list is the judge.
+  // quarter second (its request goes out at once; one cut short is simply made again),
+  // then the job's node list is the judge.
   for (int attempt = 0; attempt < 20; ++attempt) {
-    run_({"scontrol", "update", "jobid=" + id, "NumNodes=ALL"}, 500ms);
+    run_({"scontrol", "update", "jobid=" + id, "NumNodes=ALL"}, 250ms);
     auto now = jobs();
     if (now) {
       for (const auto& j : *now) {
