@@ -1,5 +1,6 @@
 #include "controller/reconciler.h"
 
+#include "api/node_contract.h"
 #include "common/crash_point.h"
 #include "common/fs.h"
 #include "common/ids.h"
@@ -173,6 +174,14 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
             log::warn("{}: {}", r.node_name, s.error().message);
             break;
           }
+          // Slurm takes a resumed node as not responding until it registers again, which it
+          // asks for at its next ping (a second or more): slurmd, told to reconfigure,
+          // registers now.
+          auto hup = provider_.exec(
+              cluster.id, r.instance_id,
+              {"sh", "-c", std::string("kill -HUP \"$(cat ") + node::kSlurmdPidFile + ")\""},
+              std::chrono::seconds(5));
+          if (hup.exit_code != 0) log::warn("{}: signal slurmd: {}", r.node_name, hup.err);
         }
         crash_point("running.before_record");
         if (d.event == "NodeReturnedToService") crash_point("recovery.before_return");
