@@ -99,6 +99,11 @@ PendingDecision decide_pending(const store::InstanceRow& r, const PendingObserva
   run.resume_in_slurm = readiness.resume_in_slurm;
   const bool ready = readiness.ready;
   const std::string& waiting_for = readiness.waiting_for;
+  if (ready && seen.spare) {
+    run.event = "WarmSpareReady";
+    run.text = fmt::format("ready to swap in {:.1f} s after launch", seen.now - r.launch_time);
+    return run;
+  }
   if (ready) {
     bool recovered = !r.recovery.empty() || !r.replaces.empty();
     std::string how = rebooting ? "rebooted" : (r.replaces.empty() ? "" : "replaced");

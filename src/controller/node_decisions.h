@@ -41,6 +41,7 @@ struct PendingObservation {
   bool controller_up = false;       // slurmctld answers (read for the controller node only)
   bool controller_running = false;  // the cluster's controller node is Running
   std::optional<slurm::NodeState> slurm_node;  // Slurm's record of this node, if any
+  bool spare = false;  // a warm spare's slot: ready means WarmSpare, not in service
   double now = 0;
 };
 

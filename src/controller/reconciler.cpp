@@ -145,6 +145,7 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
     const auto* slot = layout.find(r.node_name);
     if (!slot) continue;
     seen.role = slot->role;
+    seen.spare = slot->spare;
     auto it = slurm.nodes.find(r.node_name);
     seen.slurm_node = it == slurm.nodes.end() ? std::nullopt : std::optional(it->second);
     // Asked only where it decides something: it runs scontrol in the controller node.
@@ -185,10 +186,6 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
         }
         crash_point("running.before_record");
         if (d.event == "NodeReturnedToService") crash_point("recovery.before_return");
-        if (slot->spare) {
-          d.event = "WarmSpareReady";
-          d.text = fmt::format("ready to swap in {:.1f} s after launch", seen.now - r.launch_time);
-        }
         Status s = transition(store_, r, {{d.event, d.text}}, [&](store::InstanceRow& x) {
           x.status = slot->spare ? "WarmSpare" : "Running";
           x.message = "";

@@ -175,6 +175,15 @@ json make_spec(const std::string& name, int workers, const std::filesystem::path
           {"NodeRecovery", "Automatic"}};
 }
 
+int ready_warm_spares(const Endured& e, const std::string& cluster) {
+  auto r = e.call("DescribeCluster", {{"ClusterName", cluster}});
+  if (!r) return -1;
+  for (const auto& g : (*r)["InstanceGroups"]) {
+    if (g["InstanceGroupName"] == "worker") return g.value("CurrentWarmSpares", -1);
+  }
+  return -1;
+}
+
 std::string pid_namespace_of(int pid) {
   std::error_code ec;
   auto target = std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/ns/pid", ec);

@@ -70,6 +70,10 @@ json make_spec(const std::string& name, int workers,
 // Host pids of live (not zombie) processes whose pid namespace is ns (from readlink
 // /proc/PID/ns/pid, e.g. "pid:[4026532291]").
 std::vector<int> processes_in_pid_namespace(const std::string& ns);
+// The worker group's ready warm spares (DescribeCluster's CurrentWarmSpares); -1 when the
+// cluster or the count cannot be read.
+int ready_warm_spares(const Endured& e, const std::string& cluster);
+
 std::string pid_namespace_of(int pid);
 
 // Live endure-agent local-boot processes of a cluster that are pid 1 of their node: one per

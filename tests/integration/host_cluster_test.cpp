@@ -259,15 +259,6 @@ std::pair<std::string, std::string> wait_replaced(const Endured& e, const std::f
   return now;
 }
 
-int ready_spares(const Endured& e) {
-  auto r = e.call("DescribeCluster", {{"ClusterName", "ml"}});
-  if (!r) return -1;
-  for (const auto& g : (*r)["InstanceGroups"]) {
-    if (g["InstanceGroupName"] == "worker") return g.value("CurrentWarmSpares", -1);
-  }
-  return -1;
-}
-
 TEST_F(HostCluster, APulledWorkerHostIsReplacedByTheWarmSpareAndThePoolRefillsIt) {
   json s = spec("ml", 3);
   s["InstanceGroups"][1]["WarmSpares"] = 1;
@@ -280,7 +271,7 @@ TEST_F(HostCluster, APulledWorkerHostIsReplacedByTheWarmSpareAndThePoolRefillsIt
   const auto [pulled, old_instance] = before["worker-1"];
   const auto [spare_host, spare_instance] = before["worker-spare-1"];
   const auto controller_host = before["controller-0"].first;
-  EXPECT_EQ(ready_spares(*e_), 1);
+  EXPECT_EQ(ready_warm_spares(*e_, "ml"), 1);
   std::string remaining;
   for (const auto& [name, h] : hosts()) {
     if (h["State"] == "Available") remaining = name;
@@ -310,7 +301,7 @@ TEST_F(HostCluster, APulledWorkerHostIsReplacedByTheWarmSpareAndThePoolRefillsIt
   ASSERT_TRUE(wait_until(
       [&] {
         auto spare = nodes_on_hosts(hosts(), *e_)["worker-spare-1"];
-        return spare.first == remaining && ready_spares(*e_) == 1;
+        return spare.first == remaining && ready_warm_spares(*e_, "ml") == 1;
       },
       120s))
       << e_->cli({"list-cluster-nodes", "--cluster-name", "ml"}).out;
@@ -332,7 +323,7 @@ TEST_F(HostCluster, APulledWorkerHostIsReplacedByTheWarmSpareAndThePoolRefillsIt
         return false;
       },
       60s));
-  EXPECT_EQ(ready_spares(*e_), 0);
+  EXPECT_EQ(ready_warm_spares(*e_, "ml"), 0);
 
   // No spare and no host left: a step that lost worker-0 waits a bounded time for it
   // (AutoResumeTimeoutSeconds) and then ends, naming the pool it waits on.

@@ -15,22 +15,13 @@ using namespace std::chrono_literals;
 
 class WarmSpare : public ClusterFixture {};
 
-int ready_spares(Endured& e, const std::string& cluster) {
-  auto r = e.call("DescribeCluster", {{"ClusterName", cluster}});
-  if (!r) return -1;
-  for (const auto& g : (*r)["InstanceGroups"]) {
-    if (g["InstanceGroupName"] == "worker") return g.value("CurrentWarmSpares", -1);
-  }
-  return -1;
-}
-
 TEST_F(WarmSpare, ACrashedWorkerIsBackInServiceFromTheSpareAndTheSpareFillsAgain) {
   warm_spares_ = 1;
   start_cluster("it-spare", 2);
   Endured& e = *e_;
   auto before = nodes_by_name(e, name_);
   ASSERT_EQ(before["worker-spare-1"].status, "WarmSpare");
-  EXPECT_EQ(ready_spares(e, name_), 1);
+  EXPECT_EQ(ready_warm_spares(e, name_), 1);
   // Slurm knows the spare and schedules nothing on it.
   EXPECT_EQ(e.exec(name_, "controller-0", "sinfo -h -N -o %N | sort -u | tr '\\n' ' '").out,
             "worker-0 worker-1 ");
@@ -72,7 +63,7 @@ TEST_F(WarmSpare, ACrashedWorkerIsBackInServiceFromTheSpareAndTheSpareFillsAgain
       },
       90s))
       << nodes_by_name(e, name_)["worker-spare-1"].status;
-  EXPECT_EQ(ready_spares(e, name_), 1);
+  EXPECT_EQ(ready_warm_spares(e, name_), 1);
 
   // A spare that dies is lost and made again; no node in service is touched.
   auto refilled = nodes_by_name(e, name_)["worker-spare-1"].id;

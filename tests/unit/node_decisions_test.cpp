@@ -112,6 +112,27 @@ TEST(PendingNode, AWorkerSlurmSeesGoesIntoService) {
   EXPECT_FALSE(d.resume_in_slurm);
 }
 
+TEST(PendingNode, AWarmSpareSlurmSeesIsReadyNotInService) {
+  auto seen = seen_at(1003.2);
+  seen.spare = true;
+  seen.slurm_node = slurm_node("idle");
+  auto d = decide_pending(pending_row(), seen, kLimits);
+  EXPECT_EQ(d.step, PendingStep::kRun);
+  EXPECT_EQ(d.event, "WarmSpareReady");
+  EXPECT_EQ(d.text, "ready to swap in 3.2 s after launch");
+}
+
+TEST(PendingNode, ASwappedInSpareWaitsFromItsFaultNotItsLaunch) {
+  auto r = pending_row();
+  r.replaces = "i-old";
+  r.recovery_since = 1000 + 1015;  // the fault it answers, long after the spare's launch
+  auto seen = seen_at(1000 + 1030);
+  seen.slurm_node = slurm_node("down", {"NOT_RESPONDING"});
+  auto d = decide_pending(r, seen, kLimits);
+  EXPECT_EQ(d.step, PendingStep::kWait);
+  EXPECT_EQ(d.text, "waiting for its slurmd to register with slurmctld");
+}
+
 TEST(PendingNode, AWorkerWaitsForItsSlurmdAndSaysSoOnce) {
   auto seen = seen_at(1010);
   seen.slurm_node = slurm_node("down", {"NOT_RESPONDING"});
