@@ -49,6 +49,10 @@ inline constexpr const char* kNodeFolders[] = {"/opt/endure/config", kBootScript
 // Mounts every node has: the cluster's shared folder and the node's own local disk.
 inline constexpr const char* kSharedFsPath = "/fsx";
 inline constexpr const char* kLocalDiskPath = "/local";
+// The cluster's shared file system on hosts (spec/shared_fs.h): the cluster's own key for
+// the file server (a secret, mode 0400) and the server's host key, as endured checked it.
+inline constexpr const char* kFsxKeyPath = "/opt/endure/config/fsx_key";
+inline constexpr const char* kFsxKnownHostsPath = "/opt/endure/config/fsx_known_hosts";
 // Pid files the health checks, the fault drills and the provider's probe read.
 inline constexpr const char* kFsxPidFile = "/opt/endure/fsx.pid";
 // The agent's pid, as its node sees it: written by the node's init at each start of it.

@@ -1,8 +1,11 @@
 #include "controller/cluster_service.h"
 
-#include <set>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
 
 #include "api/messages.h"
 #include "api/wire.h"
@@ -51,7 +54,8 @@ api::Event event_entry(const store::ClusterRow& cluster, const store::EventRow& 
   return entry;
 }
 
-// Groups on host pools draw from pools registered now, and their nodes reach endured over TLS.
+// Groups on host pools draw from pools registered now, their nodes reach endured over TLS,
+// and endured can log in to their shared file server.
 Status check_host_pools(store::Store& store, const Config& config, const spec::ClusterSpec& spec) {
   std::set<std::string> pools;
   for (const auto& h : store.hosts()) pools.insert(h.pool);
@@ -66,6 +70,12 @@ Status check_host_pools(store::Store& store, const Config& config, const spec::C
       errors.push_back({path, "nodes on registered hosts reach endured over TLS: set "
                               "AgentTlsPort in config.json"});
     }
+  }
+  // endured logs in to the file server with this key when it first prepares the cluster.
+  if (spec.shared_fs && ::access(spec.shared_fs->identity_file.c_str(), R_OK) != 0) {
+    errors.push_back({"SharedFileSystem.IdentityFile",
+                      "endured cannot read " + spec.shared_fs->identity_file + ": " +
+                          std::strerror(errno)});
   }
   if (errors.empty()) return {};
   return make_error(api::kValidationException, spec::describe(errors));

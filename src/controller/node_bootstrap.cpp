@@ -15,8 +15,9 @@ const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& ro
   return nullptr;
 }
 
-json resource_config(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+json resource_config(const store::ClusterRow& cluster, const spec::ClusterModel& model,
                      const std::vector<store::InstanceRow>& rows) {
+  const spec::ClusterLayout& layout = model.layout;
   std::map<std::string, json> groups;
   std::vector<std::string> order;
   for (const auto& n : layout.nodes) {
@@ -36,12 +37,23 @@ json resource_config(const store::ClusterRow& cluster, const spec::ClusterLayout
   }
   json group_list = json::array();
   for (const auto& g : order) group_list.push_back(groups[g]);
-  return {{"ClusterConfig", {{"ClusterArn", cluster.arn}, {"ClusterName", cluster.name}}},
-          {"InstanceGroups", group_list},
-          {"Slurm",
-           {{"ControllerNode", layout.controller_node},
-            {"ControllerAddress", layout.controller_address},
-            {"SlurmctldPort", layout.slurmctld_port}}}};
+  json config = {{"ClusterConfig", {{"ClusterArn", cluster.arn}, {"ClusterName", cluster.name}}},
+                 {"InstanceGroups", group_list},
+                 {"Slurm",
+                  {{"ControllerNode", layout.controller_node},
+                   {"ControllerAddress", layout.controller_address},
+                   {"SlurmctldPort", layout.slurmctld_port}}}};
+  if (const auto& fs = model.spec.shared_fs) {
+    // Everything but endured's own key: the node mounts with the cluster's.
+    config["SharedFileSystem"] = {{"DnsName", fs->dns_name},
+                                  {"Port", fs->port},
+                                  {"User", fs->user},
+                                  {"MountName", fs->mount_name},
+                                  {"MountPoint", node::kSharedFsPath},
+                                  {"IdentityFile", node::kFsxKeyPath},
+                                  {"KnownHostsFile", node::kFsxKnownHostsPath}};
+  }
+  return config;
 }
 
 provider::LaunchRequest launch_request(const Config& config, const store::ClusterRow& cluster,
@@ -85,11 +97,15 @@ provider::LaunchRequest launch_request(const Config& config, const store::Cluste
       {node::kCliFilterPath, slurm::render_cli_filter()},
       {node::kAutoResumeConfigPath, auto_resume_config.dump(2)},
       {node::kHostsPath, files.hosts},
-      {node::kResourceConfigPath, resource_config(cluster, model.layout, rows).dump(2)},
+      {node::kResourceConfigPath, resource_config(cluster, model, rows).dump(2)},
       {node::kProvisioningPath, cluster.provisioning.dump(2)},
   };
   request.secret_files = {{node::kAgentConfigPath, agent_config.to_json().dump(2)},
                           {node::kMungeKeyPath, files.munge_key}};
+  if (model.spec.shared_fs) {
+    request.files.push_back({node::kFsxKnownHostsPath, files.fsx_known_hosts});
+    request.secret_files.push_back({node::kFsxKeyPath, files.fsx_key});
+  }
   return request;
 }
 

@@ -20,6 +20,10 @@ struct NodeFiles {
   std::string hosts;
   std::string munge_key;
   std::string auto_resume_token;
+  // The cluster's key for its SharedFileSystem and the server's known_hosts line (empty:
+  // a cluster without one).
+  std::string fsx_key;
+  std::string fsx_known_hosts;
 };
 
 // Where a node reaches endured: a local node over loopback HTTP (url empty: the config's
@@ -34,8 +38,10 @@ const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& ro
                                        const std::string& node_name);
 
 // The resource config every lifecycle script gets, in the spirit of the cloud service's
-// resource_config.json: the cluster, its groups, and every instance's name, address and role.
-json resource_config(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+// resource_config.json: the cluster, its groups, every instance's name, address and role,
+// and the SharedFileSystem the lifecycle scripts mount at /fsx, with the node's paths of
+// its key and known_hosts.
+json resource_config(const store::ClusterRow& cluster, const spec::ClusterModel& model,
                      const std::vector<store::InstanceRow>& rows);
 
 // The launch request of instance `row` in `slot`: every file of the node contract

@@ -14,6 +14,7 @@
 #include "common/route.h"
 #include "controller/lookup.h"
 #include "controller/node_bootstrap.h"
+#include "controller/shared_fs_grant.h"
 #include "controller/transition.h"
 #include "slurm/slurm_conf.h"
 
@@ -199,11 +200,17 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
   // What every new node gets, made only when a pass launches one.
   std::string conf, hosts;
   std::optional<Result<std::string>> key;
+  SharedFsAccess shared_fs;
   auto prepare_files = [&] {
     if (key) return;
     conf = slurm::render_slurm_conf(layout);
     hosts = slurm::render_hosts(layout);
     key = fs::read_file(config_.secrets_dir() / cluster.id / "munge.key");
+    if (*key && model.spec.shared_fs) {
+      auto access = shared_fs_access(config_, cluster.id);
+      if (access) shared_fs = *access;
+      else key = access.error();  // granted before any launch: a missing key is an error
+    }
   };
   for (const auto& r : rows) {
     if (r.status != "Pending") continue;
@@ -250,7 +257,8 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
       log::error("{}: {}", cluster.name, auto_resume_token.error().message);
       continue;
     }
-    NodeFiles files{conf, hosts, **key, *auto_resume_token};
+    NodeFiles files{conf, hosts, **key, *auto_resume_token, shared_fs.private_key,
+                    shared_fs.known_hosts};
     provider::LaunchRequest request =
         launch_request(config_, cluster, model, *slot, *group, r, rows, files, endpoint);
     request.lifecycle_source = *source;

@@ -8,10 +8,12 @@
 #include "controller/lookup.h"
 #include "controller/node_decisions.h"
 #include "controller/recovery_policy.h"
+#include "controller/shared_fs_grant.h"
 #include "controller/slurm_conf_push.h"
 #include "controller/slurm_in_node.h"
 #include "controller/transition.h"
 #include "slurm/slurm_client.h"
+#include "spec/cluster_spec.h"
 #include "spec/provisioning.h"
 
 namespace endure::controller {
@@ -91,6 +93,15 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   if (auto s = launcher_.ensure_munge_key(cluster.id); !s) {
     log::error("{}: {}", cluster.name, s.error().message);
     return;
+  }
+  // Granted once, before any node needs it; a file server that refuses a new cluster
+  // fails it with the reason rather than leaving it Creating for ever.
+  if (const auto& shared = parsed->spec.shared_fs) {
+    if (auto s = grant_shared_fs(config_, cluster.id, *shared); !s) {
+      if (cluster.status == "Creating") return fail_cluster(cluster, s.error().message);
+      log::error("{}: {}", cluster.name, s.error().message);
+      return;
+    }
   }
   launcher_.remove_extra_instances(cluster, layout);
   launcher_.spares().watch(cluster);
@@ -249,6 +260,12 @@ void Reconciler::delete_cluster(const store::ClusterRow& cluster) {
   if (auto s = provider_.remove_cluster(cluster.id); !s) {
     log::warn("{}: {}", cluster.name, s.error().message);
     return;
+  }
+  // A file server that cannot be reached now keeps a key nobody holds any more: the
+  // private half goes with the secrets below.
+  if (auto spec = spec::parse_cluster_spec(cluster.spec); spec && spec->shared_fs) {
+    log::ok(revoke_shared_fs(config_, cluster.id, *spec->shared_fs),
+            cluster.name + ": take its key off the file server");
   }
   if (!log::ok(fs::remove_tree(config_.secrets_dir() / cluster.id),
                cluster.name + ": remove its secrets")) {

@@ -8,6 +8,7 @@
 
 #include "api/wire.h"
 #include "spec/instance_types.h"
+#include "spec/shared_fs.h"
 
 namespace endure::spec {
 namespace {
@@ -17,9 +18,11 @@ using Keys = std::vector<std::string_view>;
 
 // Top-level fields of CreateCluster. Tags and VpcConfig are accepted and ignored so that a
 // request written for the cloud service still parses; Orchestrator is not, since asking for
-// EKS and silently getting Slurm would be worse than an error.
-const Keys kCreateFields = {"ClusterName", "InstanceGroups", "NodeRecovery", "Tags", "VpcConfig"};
-const Keys kUpdateFields = {"ClusterName", "InstanceGroups", "NodeRecovery"};
+// EKS and silently getting Slurm would be worse than an error. SharedFileSystem is endure's.
+const Keys kCreateFields = {"ClusterName", "InstanceGroups", "NodeRecovery",
+                            "Tags",        "VpcConfig",      "SharedFileSystem"};
+// SharedFileSystem may be echoed back as it is, never changed: every node mounts it.
+const Keys kUpdateFields = {"ClusterName", "InstanceGroups", "NodeRecovery", "SharedFileSystem"};
 // ExecutionRole and InstanceStorageConfigs mean nothing here; HostPool and WarmSpares are
 // endure's own.
 const Keys kGroupFields = {"InstanceGroupName", "InstanceType",  "InstanceCount",
@@ -300,6 +303,31 @@ std::string read_node_recovery(const json& request, const std::string& fallback,
   return it->get<std::string>();
 }
 
+// Nodes on hosts share /fsx only through the SharedFileSystem; a local node shares
+// endured's own folder and cannot mount a file server's. So one goes with the other.
+void check_shared_fs_placement(const ClusterSpec& spec, bool declared, Errors& errors) {
+  for (size_t i = 0; i < spec.groups.size(); ++i) {
+    const std::string pool_path = join_path(index_path("InstanceGroups", i), "HostPool");
+    // A HostPool that broke its own rule says nothing about where the nodes are.
+    if (std::any_of(errors.begin(), errors.end(),
+                    [&](const FieldError& e) { return e.path == pool_path; })) {
+      continue;
+    }
+    bool on_hosts = !spec.groups[i].host_pool.empty();
+    if (on_hosts && !declared) {
+      errors.push_back({"SharedFileSystem",
+                        "is required when an instance group draws from a HostPool (" +
+                            index_path("InstanceGroups", i) +
+                            "): nodes on hosts share /fsx through it"});
+      return;
+    }
+    if (!on_hosts && declared) {
+      errors.push_back(
+          {pool_path, "is required when SharedFileSystem is set: a local node cannot mount it"});
+    }
+  }
+}
+
 ClusterSpec check_create(const json& request, Errors& errors) {
   ClusterSpec spec;
   if (!request.is_object()) {
@@ -315,6 +343,8 @@ ClusterSpec check_create(const json& request, Errors& errors) {
     spec.groups.push_back(std::move(listed.spec));
   }
   spec.node_recovery = read_node_recovery(request, spec.node_recovery, errors);
+  spec.shared_fs = read_shared_fs(request, errors);
+  check_shared_fs_placement(spec, request.contains("SharedFileSystem"), errors);
   check_ignored(request, "Tags", "", /*want_array=*/true, errors);
   check_ignored(request, "VpcConfig", "", /*want_array=*/false, errors);
   return spec;
@@ -401,6 +431,12 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
     }
   }
   next.node_recovery = read_node_recovery(request, current.node_recovery, errors);
+  if (request.contains("SharedFileSystem")) {
+    auto listed = read_shared_fs(request, errors);
+    if (listed && listed != current.shared_fs) {
+      errors.push_back({"SharedFileSystem", "cannot be changed by UpdateCluster (every node mounts it)"});
+    }
+  }
   return next;
 }
 
@@ -465,7 +501,9 @@ json ClusterSpec::to_json() const {
     if (!group.host_pool.empty()) out_groups.back()["HostPool"] = group.host_pool;
     if (group.warm_spares > 0) out_groups.back()["WarmSpares"] = group.warm_spares;
   }
-  return {{"ClusterName", name}, {"InstanceGroups", out_groups}, {"NodeRecovery", node_recovery}};
+  json out = {{"ClusterName", name}, {"InstanceGroups", out_groups}, {"NodeRecovery", node_recovery}};
+  if (shared_fs) out["SharedFileSystem"] = shared_fs->to_json();
+  return out;
 }
 
 std::vector<FieldError> validate_cluster_spec(const json& request) {

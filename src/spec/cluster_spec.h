@@ -13,6 +13,7 @@
 
 #include "common/json.h"
 #include "common/result.h"
+#include "spec/shared_fs.h"
 
 namespace endure::spec {
 
@@ -49,6 +50,9 @@ struct ClusterSpec {
   std::string name;                         // ClusterName
   std::vector<InstanceGroupSpec> groups;    // InstanceGroups
   std::string node_recovery = "Automatic";  // NodeRecovery: Automatic | None
+  // SharedFileSystem, endure's: what nodes on hosts mount at /fsx. Required with host
+  // pools, refused without.
+  std::optional<SharedFileSystemSpec> shared_fs;
 
   const InstanceGroupSpec* find_group(const std::string& group_name) const;
   // The request shape again (what describe-cluster echoes and the store keeps).

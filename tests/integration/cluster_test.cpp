@@ -394,7 +394,18 @@ TEST(ControllerApi, RejectedSpecsChangeNothing) {
   TempDir no_params;
   std::filesystem::copy_file(base_lifecycle_dir() / "on_create.sh", no_params.path() / "on_create.sh");
   json no_provisioning = make_spec("it-bad", 1, no_params.path());
+  // On hosts, with a SharedFileSystem whose key endured cannot read.
+  json unreadable_key = make_spec("it-bad", 1);
+  for (auto& g : unreadable_key["InstanceGroups"]) g["HostPool"] = "rack-a";
+  unreadable_key["SharedFileSystem"] = {
+      {"DnsName", "127.0.56.1"},
+      {"MountName", "/export/ml"},
+      {"HostKey", "SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s"},
+      {"IdentityFile", "/nonexistent/id_ed25519"}};
   for (const auto& c : std::vector<Case>{{s3, "InstanceGroups[1].LifeCycleConfig.SourceS3Uri"},
+                                         {unreadable_key,
+                                          "SharedFileSystem.IdentityFile: endured cannot read "
+                                          "/nonexistent/id_ed25519"},
                                          {missing_dir, "InstanceGroups[0].LifeCycleConfig.SourceS3Uri"},
                                          {bad_count, "InstanceGroups[1].InstanceCount"},
                                          {no_provisioning, "provisioning_parameters.json"}}) {

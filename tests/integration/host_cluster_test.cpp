@@ -4,6 +4,7 @@
 // host clean and back in its pool.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -26,6 +27,7 @@ class HostCluster : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(hosts_.ok()) << hosts_.error();
+    ASSERT_TRUE(file_server_.ok()) << file_server_.error();
     e_ = std::make_unique<Endured>(dir_.path() / "home");
     std::filesystem::create_directories(e_->home());
     // A short auto-resume bound: a test waits it out when no host is left.
@@ -45,6 +47,7 @@ class HostCluster : public ::testing::Test {
   json spec(const std::string& name, int workers, const std::string& pool = "rack-a") {
     json s = make_spec(name, workers);
     for (auto& g : s["InstanceGroups"]) g["HostPool"] = pool;
+    s["SharedFileSystem"] = file_server_.shared_file_system(0, kExport);
     return s;
   }
   // HostName -> its summary.
@@ -63,8 +66,10 @@ class HostCluster : public ::testing::Test {
     return 0;
   }
 
+  static constexpr const char* kExport = "/local/export/ml";  // the file server's folder
   TempDir dir_;
   TestHosts hosts_{6, 5};
+  TestHosts file_server_{1, 6};  // serves the clusters' /fsx over SSH; in no pool
   std::unique_ptr<Endured> e_;
 };
 
@@ -81,6 +86,22 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
   EXPECT_NE(unknown.error().message.find("InstanceGroups[0].HostPool: no pool named rack-z"),
             std::string::npos)
       << unknown.error().message;
+
+  // A file server that is not the one the spec names is refused before any host is taken.
+  json other_server = spec("other-fs", 1);
+  other_server["SharedFileSystem"]["HostKey"] = hosts_[1].host_key;
+  ASSERT_TRUE(e_->call("CreateCluster", other_server).ok());
+  ASSERT_EQ(e_->wait_status("other-fs", {"InService", "Failed"}, 60s), "Failed");
+  auto refused_fs = e_->call("DescribeCluster", {{"ClusterName", "other-fs"}});
+  ASSERT_TRUE(refused_fs.ok());
+  EXPECT_NE((*refused_fs)["FailureMessage"].get<std::string>().find(
+                "SharedFileSystem: host file server 127.0.56.1"),
+            std::string::npos)
+      << refused_fs->dump();
+  EXPECT_NE((*refused_fs)["FailureMessage"].get<std::string>().find("not the one registered"),
+            std::string::npos)
+      << refused_fs->dump();
+  ASSERT_TRUE(e_->call("DeleteCluster", {{"ClusterName", "other-fs"}}).ok());
 
   // The host's own Slurm and munge files, as they are before a node is put there.
   const std::string own_files =
@@ -138,6 +159,26 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
     if (name != controller_host && srun.out.find(name + "\n") != std::string::npos) ++on_hosts;
   }
   EXPECT_EQ(on_hosts, 3) << srun.out;
+  // /fsx is the file server's folder on every node: what one node writes, the others and
+  // the server see at once, and srun's ranks write there too.
+  ASSERT_EQ(hosts_.ssh(index_of(controller_host), "echo hello > /fsx/hello").exit_code, 0);
+  for (const auto& [name, h] : in_use) {
+    auto seen = hosts_.ssh(index_of(name),
+                           "grep -c ' /fsx .* - fuse.sshfs ' /proc/self/mountinfo; cat /fsx/hello; "
+                           "stat -c %a /opt/endure/config/fsx_key");
+    EXPECT_EQ(seen.out, "1\nhello\n400\n") << name << ": " << seen.err;
+  }
+  auto ranks = hosts_.ssh(index_of(controller_host),
+                          "srun -N3 bash -c 'hostname > /fsx/rank-$SLURM_PROCID'");
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  auto served = file_server_.ssh(0, std::string("cd ") + kExport + " && cat hello rank-*");
+  EXPECT_EQ(std::count(served.out.begin(), served.out.end(), '\n'), 4) << served.out << served.err;
+  // The cluster's key speaks sftp alone: no shell on the file server.
+  auto shell = hosts_.ssh(
+      index_of(controller_host),
+      "ssh -F /dev/null -p 2222 -i /opt/endure/config/fsx_key -o BatchMode=yes "
+      "-o UserKnownHostsFile=/opt/endure/config/fsx_known_hosts root@127.0.56.1 echo a-shell");
+  EXPECT_EQ(shell.out.find("a-shell"), std::string::npos) << shell.out;
   // A node speaking for another node is refused: a worker's own token, another's InstanceId.
   std::vector<json> agents;
   for (const auto& [name, h] : in_use) {
@@ -162,13 +203,19 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
   auto key = fs::read_file(e_->home() / "secrets" / cluster_id / "munge.key");
   ASSERT_TRUE(key.ok());
   const std::string key_part = key->substr(0, 24);
+  // The cluster's key for the file server likewise (a line from the middle of its base64).
+  auto fsx_key = fs::read_file(e_->home() / "secrets" / cluster_id / "fsx_ed25519");
+  ASSERT_TRUE(fsx_key.ok());
+  const std::string fsx_key_part = fsx_key->substr(fsx_key->find('\n') + 1, 40);
   auto endured_log = fs::read_file(e_->home() / "endured.log");
   EXPECT_EQ(endured_log->find(key_part), std::string::npos) << "endured.log holds the munge key";
+  EXPECT_EQ(endured_log->find(fsx_key_part), std::string::npos) << "endured.log holds the fsx key";
   for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
     if (refused.count(i)) continue;
     auto logs =
         hosts_.ssh(i, "cat /var/log/endure-agent.log /opt/endure/lifecycle.log 2>/dev/null");
     EXPECT_EQ(logs.out.find(key_part), std::string::npos) << hosts_[i].name << "'s logs";
+    EXPECT_EQ(logs.out.find(fsx_key_part), std::string::npos) << hosts_[i].name << "'s logs";
   }
   // The munge key is the root's alone on every host.
   for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
@@ -188,13 +235,20 @@ TEST_F(HostCluster, RunsSlurmAcrossHostsAndLeavesThemCleanWhenDeleted) {
     EXPECT_FALSE(h.contains("InstanceId")) << h.dump();
   }
   for (std::size_t i = 0; i < hosts_.hosts().size(); ++i) {
-    auto left = hosts_.ssh(i, "pgrep -fa '[e]ndure|[s]lurm[cd]|[m]unged'; ls /opt/endure 2>&1");
+    auto left = hosts_.ssh(i,
+                           "pgrep -fa '[e]ndure|[s]lurm[cd]|[m]unged|[s]shfs'; "
+                           "grep ' /fsx ' /proc/self/mountinfo; ls /opt/endure 2>&1");
     EXPECT_NE(left.out.find("No such file"), std::string::npos)
         << hosts_[i].name << " still has: " << left.out;
     EXPECT_EQ(left.out.find("endure-agent"), std::string::npos) << left.out;
     EXPECT_EQ(left.out.find("slurmd"), std::string::npos) << left.out;
+    EXPECT_EQ(left.out.find("sshfs"), std::string::npos) << left.out;
     EXPECT_EQ(hosts_.ssh(i, own_files).out, before[i]) << hosts_[i].name << ": files not restored";
   }
+  // The file server keeps the data and no longer lets the deleted cluster's key in.
+  auto server = file_server_.ssh(0, std::string("cat /root/.ssh/authorized_keys; ls ") + kExport);
+  EXPECT_EQ(server.out.find("endure:"), std::string::npos) << server.out;
+  EXPECT_NE(server.out.find("hello"), std::string::npos) << server.out;
 }
 
 TEST_F(HostCluster, EnduredKilledMidBootstrapFinishesItOnce) {
@@ -337,7 +391,9 @@ TEST_F(HostCluster, APulledWorkerHostIsReplacedByTheWarmSpareAndThePoolRefillsIt
   });
   bool running = wait_until(
       [&] { return hosts_.ssh(index_of(third), "pgrep -x sleep").exit_code == 0; }, 60s);
-  if (running) EXPECT_EQ(hosts_.power(index_of(third), "pull").exit_code, 0);
+  if (running) {
+    EXPECT_EQ(hosts_.power(index_of(third), "pull").exit_code, 0);
+  }
   session.join();
   ASSERT_TRUE(running) << job.out;
   EXPECT_NE(job.out.find("not re-run: nodes not back in service within 25 s"), std::string::npos)

@@ -74,6 +74,15 @@ json TestHosts::pool_file(const std::string& pool_name) const {
              {"Hosts", hosts}}}}};
 }
 
+json TestHosts::shared_file_system(std::size_t i, const std::string& folder) const {
+  const TestHost& h = hosts_[i];
+  return {{"DnsName", h.address},
+          {"Port", h.port},
+          {"MountName", folder},
+          {"HostKey", h.host_key},
+          {"IdentityFile", identity_file().string()}};
+}
+
 process::Output TestHosts::power(std::size_t i, const std::string& verb) const {
   process::Options o;
   o.timeout = std::chrono::seconds(30);

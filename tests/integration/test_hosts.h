@@ -41,6 +41,9 @@ class TestHosts {
   // A pool file registering every host in one pool, as a user writes one: each host's
   // address, port, host key, the identity file and the power command.
   json pool_file(const std::string& pool_name) const;
+  // A spec's SharedFileSystem served by host i from its folder `folder` (under one of the
+  // host's own folders: the rest of its tree is the machine's).
+  json shared_file_system(std::size_t i, const std::string& folder) const;
 
   // endure-test-host's verbs for host i: "on", "off" (a pulled plug), "reset", "state".
   process::Output power(std::size_t i, const std::string& verb) const;

@@ -67,6 +67,25 @@ std::string with_name(const std::string& name_json) {
   return R"({"ClusterName":)" + name_json + R"(,"InstanceGroups":[)" + group("w") + "]}";
 }
 
+// A cluster on hosts (one group, HostPool rack-a) whose SharedFileSystem is the given
+// object with one field set to the given JSON text (or, with value_text empty, removed).
+const char* kSharedFs =
+    R"({"DnsName":"fs-01.rack-a.example","Port":22,"User":"root","MountName":"/export/ml",)"
+    R"("HostKey":"SHA256:uNiVztksCsDhcc0u9e8BujQXVUpKZIDTMczCvj3tD2s",)"
+    R"("IdentityFile":"/etc/endure/ssh/id_ed25519"})";
+
+std::string on_hosts_with_fs(const std::string& field, const std::string& value_text) {
+  json fs = json::parse(kSharedFs);
+  if (value_text.empty()) {
+    fs.erase(field);
+  } else {
+    fs[field] = json::parse(value_text);
+  }
+  json request = json::parse(with_group_field(R"("HostPool":"rack-a")"));
+  request["SharedFileSystem"] = fs;
+  return request.dump();
+}
+
 struct MalformedCase {
   std::string name;  // test name suffix
   std::string text;  // the request, as JSON text
@@ -174,6 +193,38 @@ std::vector<MalformedCase> malformed_cases() {
        with_group(R"({"InstanceGroupName":"w","InstanceType":"local.c1","InstanceCount":60,)"
                   R"("WarmSpares":5,"LifeCycleConfig":{"SourceS3Uri":"/src","OnCreate":"a.sh"}})"),
        "InstanceGroups[0].WarmSpares"},
+      {"host_pool_without_shared_fs", with_group_field(R"("HostPool":"rack-a")"),
+       "SharedFileSystem"},
+      {"shared_fs_on_local_nodes", with_top(std::string(R"("SharedFileSystem":)") + kSharedFs),
+       "InstanceGroups[0].HostPool"},
+      {"shared_fs_not_object",
+       [] {
+         json request = json::parse(with_group_field(R"("HostPool":"rack-a")"));
+         request["SharedFileSystem"] = "fs-01";
+         return request.dump();
+       }(),
+       "SharedFileSystem"},
+      {"shared_fs_unknown_field", on_hosts_with_fs("Size", "1"), "SharedFileSystem.Size"},
+      {"shared_fs_no_dns_name", on_hosts_with_fs("DnsName", ""), "SharedFileSystem.DnsName"},
+      {"shared_fs_dns_name_option", on_hosts_with_fs("DnsName", R"("-oProxyCommand=x")"),
+       "SharedFileSystem.DnsName"},
+      {"shared_fs_port_zero", on_hosts_with_fs("Port", "0"), "SharedFileSystem.Port"},
+      {"shared_fs_user_upper", on_hosts_with_fs("User", R"("Root")"), "SharedFileSystem.User"},
+      {"shared_fs_no_mount_name", on_hosts_with_fs("MountName", ""),
+       "SharedFileSystem.MountName"},
+      {"shared_fs_relative_mount_name", on_hosts_with_fs("MountName", R"("export/ml")"),
+       "SharedFileSystem.MountName"},
+      {"shared_fs_root_mount_name", on_hosts_with_fs("MountName", R"("/")"),
+       "SharedFileSystem.MountName"},
+      {"shared_fs_parent_in_mount_name", on_hosts_with_fs("MountName", R"("/export/../etc")"),
+       "SharedFileSystem.MountName"},
+      {"shared_fs_space_in_mount_name", on_hosts_with_fs("MountName", R"("/export/a b")"),
+       "SharedFileSystem.MountName"},
+      {"shared_fs_no_host_key", on_hosts_with_fs("HostKey", ""), "SharedFileSystem.HostKey"},
+      {"shared_fs_bad_host_key", on_hosts_with_fs("HostKey", R"("AAAA")"),
+       "SharedFileSystem.HostKey"},
+      {"shared_fs_relative_identity", on_hosts_with_fs("IdentityFile", R"("id_ed25519")"),
+       "SharedFileSystem.IdentityFile"},
       {"node_recovery_unknown", with_top(R"("NodeRecovery":"Manual")"), "NodeRecovery"},
       {"node_recovery_lowercase", with_top(R"("NodeRecovery":"automatic")"), "NodeRecovery"},
       {"node_recovery_bool", with_top(R"("NodeRecovery":true)"), "NodeRecovery"},
@@ -409,20 +460,54 @@ TEST(SpecUpdateTest, AcceptsGroupsInAnyOrderAndOmittedThreadsPerCore) {
   EXPECT_EQ(next->find_group("worker")->threads_per_core, 2);
 }
 
-TEST(SpecTest, ReadsHostPoolAndWarmSparesAndEchoesThemOnlyWhenSet) {
+// A valid spec on hosts: every group in pool rack-a, with a SharedFileSystem.
+json on_hosts_spec() {
   json request = json::parse(kValidSpec);
-  request["InstanceGroups"][1]["HostPool"] = "rack-a";
+  for (auto& g : request["InstanceGroups"]) g["HostPool"] = "rack-a";
+  request["SharedFileSystem"] = json::parse(kSharedFs);
+  return request;
+}
+
+TEST(SpecTest, ReadsHostPoolAndWarmSparesAndEchoesThemOnlyWhenSet) {
+  json request = on_hosts_spec();
   request["InstanceGroups"][1]["WarmSpares"] = 2;
+  request["InstanceGroups"][0]["HostPool"] = "rack-b";
   Result<ClusterSpec> spec = parse_cluster_spec(request);
   ASSERT_TRUE(spec.ok()) << spec.error().message;
   EXPECT_EQ(spec->find_group("worker")->host_pool, "rack-a");
   EXPECT_EQ(spec->find_group("worker")->warm_spares, 2);
-  EXPECT_EQ(spec->find_group("controller")->host_pool, "");
+  EXPECT_EQ(spec->find_group("controller")->host_pool, "rack-b");
   json echoed = spec->to_json();
   EXPECT_EQ(echoed["InstanceGroups"][1]["HostPool"], "rack-a");
   EXPECT_EQ(echoed["InstanceGroups"][1]["WarmSpares"], 2);
-  EXPECT_FALSE(echoed["InstanceGroups"][0].contains("HostPool"));
   EXPECT_FALSE(echoed["InstanceGroups"][0].contains("WarmSpares"));
+  EXPECT_EQ(echoed["SharedFileSystem"], json::parse(kSharedFs));
+
+  Result<ClusterSpec> local = parse_cluster_spec(json::parse(kValidSpec));
+  ASSERT_TRUE(local.ok());
+  json local_echo = local->to_json();
+  EXPECT_FALSE(local_echo["InstanceGroups"][0].contains("HostPool"));
+  EXPECT_FALSE(local_echo.contains("SharedFileSystem"));
+}
+
+TEST(SpecTest, SharedFileSystemDefaultsPortAndUser) {
+  json request = on_hosts_spec();
+  request["SharedFileSystem"].erase("Port");
+  request["SharedFileSystem"].erase("User");
+  Result<ClusterSpec> spec = parse_cluster_spec(request);
+  ASSERT_TRUE(spec.ok()) << spec.error().message;
+  ASSERT_TRUE(spec->shared_fs.has_value());
+  EXPECT_EQ(spec->shared_fs->port, 22);
+  EXPECT_EQ(spec->shared_fs->user, "root");
+  EXPECT_EQ(spec->shared_fs->mount_name, "/export/ml");
+}
+
+TEST(SpecUpdateTest, SharedFileSystemMayBeEchoedButNotChanged) {
+  ClusterSpec current = *parse_cluster_spec(on_hosts_spec());
+  json request = current.to_json();
+  EXPECT_TRUE(apply_cluster_update(current, request).ok());
+  request["SharedFileSystem"]["MountName"] = "/export/other";
+  EXPECT_EQ(update_error_paths(current, request), std::vector<std::string>{"SharedFileSystem"});
 }
 
 TEST(SpecTest, TheExampleSpecsAreValid) {
@@ -441,8 +526,7 @@ TEST(SpecTest, TheExampleSpecsAreValid) {
 }
 
 TEST(SpecUpdateTest, ChangesWarmSparesKeepsThemWhenLeftOutAndRefusesANewHostPool) {
-  json create = json::parse(kValidSpec);
-  create["InstanceGroups"][1]["HostPool"] = "rack-a";
+  json create = on_hosts_spec();
   create["InstanceGroups"][1]["WarmSpares"] = 1;
   ClusterSpec current = *parse_cluster_spec(create);
   json request = current.to_json();

@@ -11,6 +11,9 @@ echo "on_create: $(hostname) is a ${ENDURE_NODE_ROLE} node of group ${ENDURE_INS
 
 # The daemons go in the boot scripts folder, which the agent runs at every reboot (what
 # enabling a service is on a real machine); this first boot runs them too.
+# /fsx first: on registered hosts it is the spec's SharedFileSystem (local nodes have theirs
+# from endure at boot, and mount_fsx.sh does nothing there).
+install -m 0755 ./mount_fsx.sh "${ENDURE_BOOT_SCRIPTS_DIR}/05-fsx.sh"
 install -m 0755 ./setup_munge.sh "${ENDURE_BOOT_SCRIPTS_DIR}/10-munge.sh"
 case "${ENDURE_NODE_ROLE}" in
   controller) install -m 0755 ./start_slurmctld.sh "${ENDURE_BOOT_SCRIPTS_DIR}/20-slurmctld.sh" ;;

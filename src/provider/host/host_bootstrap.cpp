@@ -166,6 +166,10 @@ Status prepare_host(SshClient& ssh, const LaunchRequest& request) {
   std::string script = "set -e\n";
   for (const char* d : node::kNodeFolders) script += "mkdir -p " + shell_quote(d) + "\n";
   script += fmt::format("mkdir -p {0}; touch {1}\n", kSavedDir, kWrittenList);
+  // The mount point of the cluster's /fsx: made here when the host has none, and listed so
+  // that cleaning removes it again.
+  script += fmt::format("if [ ! -e {0} ]; then mkdir {0}; echo {0} >> {1}; fi\n",
+                        node::kSharedFsPath, kWrittenList);
   std::string prefix = std::string(node::kEndureDir) + "/";
   std::vector<std::string> replaced(std::begin(kLifecycleReplaces), std::end(kLifecycleReplaces));
   for (const auto* files : {&request.files, &request.secret_files}) {
@@ -211,15 +215,21 @@ Status clean_host(SshClient& ssh) {
       "  systemctl disable --now endure-agent.service >/dev/null 2>&1 || true\n"
       "  rm -f {unit}; systemctl daemon-reload\n"
       "fi\n"
+      // /fsx first, by the mount table (a mount whose server died fails every stat), then
+      // its server and the rest by their pid files.
+      "grep -q ' {fsx} ' /proc/self/mountinfo && umount -l {fsx}\n"
       "for f in {service_pid} {agent_pid} {fsx_pid} /run/slurm/*.pid /run/munge/*.pid; do\n"
       "  [ -f \"$f\" ] && kill -9 \"$(cat \"$f\")\" 2>/dev/null\n"
       "  rm -f \"$f\"\n"
       "done\n"
-      "mountpoint -q /fsx && umount -l /fsx\n"
+      // What the agent's /fsx probe left under the mount point before /fsx was mounted.
+      "grep -q ' {fsx} ' /proc/self/mountinfo || rm -rf {fsx}/.endure-health\n"
       // The host's own files back where the node's were (or the node's removed).
       "if [ -f {written} ]; then\n"
       "  while IFS= read -r f; do\n"
-      "    if [ -e \"{saved}$f\" ]; then cp -a \"{saved}$f\" \"$f\"; else rm -f \"$f\"; fi\n"
+      "    if [ -e \"{saved}$f\" ]; then cp -a \"{saved}$f\" \"$f\";\n"
+      "    elif [ -d \"$f\" ]; then rmdir \"$f\" 2>/dev/null;\n"
+      "    else rm -f \"$f\"; fi\n"
       "  done < {written}\n"
       "fi\n"
       "[ -f {rc} ] && sed -i '/^{begin}$/,/^{end}$/d' {rc}\n"
@@ -229,7 +239,8 @@ Status clean_host(SshClient& ssh) {
       fmt::arg("agent_pid", node::kAgentPidFile), fmt::arg("fsx_pid", node::kFsxPidFile),
       fmt::arg("rc", kRcLocal), fmt::arg("begin", kBlockBegin), fmt::arg("end", kBlockEnd),
       fmt::arg("dir", node::kEndureDir), fmt::arg("log", kAgentLog),
-      fmt::arg("written", kWrittenList), fmt::arg("saved", kSavedDir));
+      fmt::arg("written", kWrittenList), fmt::arg("saved", kSavedDir),
+      fmt::arg("fsx", node::kSharedFsPath));
   auto out = ssh.run(script, 60s);
   if (out.exit_code != 0) return ssh.failure("clean up endure", out);
   return {};

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "api/wire.h"
+#include "spec/ssh_fields.h"
 
 namespace endure::provider {
 
@@ -20,48 +21,12 @@ const std::vector<std::string_view> kPoolFields = {"PoolName", "IdentityFile", "
                                                    "Port",     "PowerCommand", "Hosts"};
 const std::vector<std::string_view> kHostFields = {
     "HostName", "Address", "Port", "User", "HostKey", "IdentityFile", "PowerCommand"};
-const std::vector<std::string> kKeyTypes = {"ssh-ed25519",
-                                            "ecdsa-sha2-nistp256",
-                                            "ecdsa-sha2-nistp384",
-                                            "ecdsa-sha2-nistp521",
-                                            "ssh-rsa",
-                                            "sk-ssh-ed25519@openssh.com",
-                                            "sk-ecdsa-sha2-nistp256@openssh.com"};
 const std::vector<std::string> kPlaceholders = {"host", "address", "action"};
 
 std::string at(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 bool matches(const std::string& s, const char* pattern) {
   return std::regex_match(s, std::regex(pattern));
-}
-
-// Hostnames and addresses go into ssh's arguments and power commands: letters, digits and
-// the punctuation of names and addresses only, never a leading '-' (an option to ssh).
-bool valid_hostname(const std::string& s) {
-  return s.size() <= 253 && matches(s,
-                                    "^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                                    "(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$");
-}
-bool valid_address(const std::string& s) {
-  return valid_hostname(s) || (s.find(':') != std::string::npos && matches(s, "^[0-9A-Fa-f:.]+$"));
-}
-
-std::optional<std::string> check_host_key(const std::string& key) {
-  if (key.rfind("SHA256:", 0) == 0) {
-    if (matches(key, "^SHA256:[A-Za-z0-9+/]{43}$")) return std::nullopt;
-    return "a fingerprint is SHA256: and 43 base64 characters, as ssh-keygen -l prints it";
-  }
-  auto space = key.find(' ');
-  std::string type = key.substr(0, space);
-  if (std::find(kKeyTypes.begin(), kKeyTypes.end(), type) == kKeyTypes.end()) {
-    return "must be the host's public key (\"ssh-ed25519 AAAA...\", from its "
-           "/etc/ssh/ssh_host_*_key.pub) or its SHA256: fingerprint";
-  }
-  std::string rest = space == std::string::npos ? "" : key.substr(space + 1);
-  std::string blob = rest.substr(0, rest.find(' '));
-  if (!matches(blob, "^[A-Za-z0-9+/]{16,}={0,2}$"))
-    return "the key after " + type + " is not base64";
-  return std::nullopt;
 }
 
 std::optional<std::string> check_power_command(const std::string& command) {
@@ -105,8 +70,8 @@ PoolDefaults read_shared(const json& obj, const std::string& path, Errors& error
     errors.push_back({path + ".IdentityFile", "must be an absolute path"});
   }
   d.user = spec::read_string_field(obj, "User", path + ".User", errors, false);
-  if (d.user && !matches(*d.user, "^[a-z_][a-z0-9_-]{0,31}$")) {
-    errors.push_back({path + ".User", "must be a user name ([a-z_][a-z0-9_-]*, at most 32)"});
+  if (d.user && !spec::valid_user(*d.user)) {
+    errors.push_back({path + ".User", spec::kUserRule});
   }
   d.power_command =
       spec::read_string_field(obj, "PowerCommand", path + ".PowerCommand", errors, false);
@@ -174,7 +139,7 @@ std::vector<HostPool> check(const json& file, Errors& errors) {
         std::string lower = *name;
         std::transform(lower.begin(), lower.end(), lower.begin(),
                        [](unsigned char c) { return std::tolower(c); });
-        if (!valid_hostname(*name)) {
+        if (!spec::valid_hostname(*name)) {
           errors.push_back({hpath + ".HostName", "must be a hostname (RFC 1123)"});
         } else if (!host_names.insert(lower).second) {
           errors.push_back({hpath + ".HostName", "'" + *name + "' names two hosts"});
@@ -182,7 +147,7 @@ std::vector<HostPool> check(const json& file, Errors& errors) {
         host.ssh.name = *name;
       }
       if (auto address = spec::read_string_field(hj, "Address", hpath + ".Address", errors, true)) {
-        if (!valid_address(*address)) {
+        if (!spec::valid_address(*address)) {
           errors.push_back({hpath + ".Address", "must be an IP address or a DNS name"});
         }
         host.ssh.address = *address;
@@ -200,7 +165,7 @@ std::vector<HostPool> check(const json& file, Errors& errors) {
       }
       host.power_command = own.power_command.value_or(shared.power_command.value_or(""));
       if (auto key = spec::read_string_field(hj, "HostKey", hpath + ".HostKey", errors, true)) {
-        if (auto why = check_host_key(*key)) errors.push_back({hpath + ".HostKey", *why});
+        if (auto why = spec::check_host_key(*key)) errors.push_back({hpath + ".HostKey", *why});
         host.ssh.host_key = *key;
       }
       if (!host.ssh.address.empty()) {

@@ -57,6 +57,8 @@ class SshClient {
   void disconnect();
 
   const SshTarget& target() const { return target_; }
+  // The host's known_hosts entry, once connect() has recorded it.
+  const std::filesystem::path& known_hosts_file() const { return known_hosts_; }
 
   // What a failed run means, naming the host and what was being done: HostKeyMismatch,
   // HostUnreachable (ssh itself failed, or the deadline passed) or HostCommandFailed.

@@ -47,7 +47,8 @@ namespace stdfs = std::filesystem;
 using namespace std::chrono_literals;
 
 // The folders a host owns, bound over the machine's at power-on.
-const char* const kOwnDirs[] = {"etc", "var", "opt", "root", "tmp", "local"};
+// /fsx is a mount point of its own, as on a machine whose root is its own.
+const char* const kOwnDirs[] = {"etc", "var", "opt", "root", "tmp", "local", "fsx"};
 
 int fail(const std::string& what) {
   std::fprintf(stderr, "endure-test-host: %s\n", what.c_str());
@@ -115,7 +116,7 @@ int build(const stdfs::path& dir, const std::string& name, const std::string& ad
   auto copied = endure::process::run({"cp", "-a", "/etc", (dir / "etc").string()});
   if (copied.exit_code != 0) return fail("copy /etc: " + copied.err);
   for (const char* d :
-       {"var/log", "var/lib", "var/spool", "var/tmp", "opt", "root/.ssh", "tmp", "local"}) {
+       {"var/log", "var/lib", "var/spool", "var/tmp", "opt", "root/.ssh", "tmp", "local", "fsx"}) {
     stdfs::create_directories(dir / d, ec);
   }
   ::chmod((dir / "tmp").c_str(), 01777);
