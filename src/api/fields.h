@@ -99,6 +99,7 @@ inline constexpr const char* kResumes = "Resumes";
 inline constexpr const char* kRole = "Role";
 inline constexpr const char* kSecondsSinceHeartbeat = "SecondsSinceHeartbeat";
 inline constexpr const char* kSharedFolder = "SharedFolder";
+inline constexpr const char* kSharedFileSystem = "SharedFileSystem";
 inline constexpr const char* kSlurmControllerNode = "SlurmControllerNode";
 inline constexpr const char* kSlurmctldPort = "SlurmctldPort";
 inline constexpr const char* kSlurmdPort = "SlurmdPort";

@@ -74,6 +74,7 @@ struct CreateClusterRequest {
   std::optional<std::string> node_recovery;  // Automatic (the default) or None
   std::optional<json> tags;                  // accepted so a cloud request parses; ignored
   std::optional<json> vpc_config;            // likewise
+  std::optional<json> shared_file_system;    // endure's: /fsx on hosts (spec/shared_fs.h)
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kClusterName, s.cluster_name);
@@ -81,6 +82,7 @@ struct CreateClusterRequest {
     v(field::kNodeRecovery, s.node_recovery);
     v(field::kTags, s.tags);
     v(field::kVpcConfig, s.vpc_config);
+    v(field::kSharedFileSystem, s.shared_file_system);
   }
   json to_json() const;
   static Result<CreateClusterRequest> from_json(const json& in);
@@ -218,11 +220,13 @@ struct UpdateClusterRequest {
   std::string cluster_name;
   std::vector<InstanceGroupSpec> instance_groups;
   std::optional<std::string> node_recovery;
+  std::optional<json> shared_file_system;  // as the cluster has it: echoed, never changed
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kClusterName, s.cluster_name);
     v(field::kInstanceGroups, s.instance_groups);
     v(field::kNodeRecovery, s.node_recovery);
+    v(field::kSharedFileSystem, s.shared_file_system);
   }
   json to_json() const;
   static Result<UpdateClusterRequest> from_json(const json& in);

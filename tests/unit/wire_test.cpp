@@ -60,7 +60,7 @@ const std::vector<Sample>& samples() {
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC
        R"(,"ThreadsPerCore":1,"ExecutionRole":"arn:role","InstanceStorageConfigs":[],)"
        R"("HostPool":"rack-a","WarmSpares":1}],)"
-       R"("NodeRecovery":"None","Tags":[],"VpcConfig":{}})",
+       R"("NodeRecovery":"None","Tags":[],"VpcConfig":{},"SharedFileSystem":{"DnsName":"fs"}})",
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}", round_trip<CreateClusterReply>,
        ARN, ""},
       {kDescribeCluster, round_trip<DescribeClusterRequest>, R"({"ClusterName":"ml"})", "",
@@ -100,7 +100,7 @@ const std::vector<Sample>& samples() {
        R"("Health":"Unknown"}})"},
       {kUpdateCluster, round_trip<UpdateClusterRequest>,
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC
-       R"(,"ThreadsPerCore":1}],"NodeRecovery":"None"})",
+       R"(,"ThreadsPerCore":1}],"NodeRecovery":"None","SharedFileSystem":{"DnsName":"fs"}})",
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}", round_trip<UpdateClusterReply>,
        ARN, ""},
       {kUpdateClusterSoftware, round_trip<UpdateClusterSoftwareRequest>,
