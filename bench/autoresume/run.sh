@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # Auto-resume against plain Slurm, on the same local cluster in the same run.
 #
-#   bash bench/autoresume/run.sh            # TRIALS (5) auto-resume trials + the peer rows
-#   bash bench/autoresume/run.sh --smoke    # 1 trial, PEER_WAIT 20 s: a quick end-to-end check
+#   bash bench/autoresume/run.sh            # TRIALS (5) auto-resume trials + the peer rows,
+#                                           # then the same trials on hosts over SSH
+#   bash bench/autoresume/run.sh --no-hosts # local nodes only
+#   bash bench/autoresume/run.sh --smoke    # 1 trial, PEER_WAIT 20 s, local nodes only: a
+#                                           # quick end-to-end check
 #
 # Env: TRIALS (default 5), PEER_WAIT (default 180 s), BENCH_PORT (endured's port, 7400),
 #      BENCH_CLUSTER_INDEX (default 1: see below), KEEP_HOME=1 (keep the private ENDURE_HOME
 #      even after a clean run).
 # Starts its own endured (private ENDURE_HOME under /tmp) and one cluster "bench-ar"
 # (1 controller + 4 workers, local.c2; plus BENCH_CLUSTER_INDEX-1 placeholder clusters that
-# run nothing), and deletes them and stops endured on exit, whatever happens.
+# run nothing), and deletes them and stops endured on exit, whatever happens. The hosts rows
+# (hosts.py) follow once the local cluster is deleted: 6 test hosts and a file server built
+# on 127.0.58.x / 127.0.57.1, a cluster of 1 controller + 3 workers on them, a worker's
+# host's plug pulled per trial; all of it removed again.
 # Progress goes to stderr; stdout gets a table and, as its very last line, one JSON object.
 # Exit status: 0 every measurement completed (whether or not the target is met), 1 some
 # measurement or the cleanup failed, 2 bad usage or no build, 3 the host is not free for it.
@@ -17,9 +23,11 @@ set -uo pipefail
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 SMOKE=0
+HOST_ROWS=1
 for arg in "$@"; do
   case "$arg" in
-    --smoke) SMOKE=1 ;;
+    --smoke) SMOKE=1; HOST_ROWS=0 ;;
+    --no-hosts) HOST_ROWS=0 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument: $arg" >&2; usage >&2; exit 2 ;;
   esac
@@ -71,10 +79,12 @@ wait_rerun() {
 }
 
 # ---- preflight: the port, and the addresses a cluster of index 1 takes ----------------
-if ss -Hltn "sport = :$PORT" 2>/dev/null | grep -q .; then
-  echo "run.sh: port $PORT is in use; set BENCH_PORT to a free one" >&2
-  exit 3
-fi
+for p in "$PORT" $([ "$HOST_ROWS" = 1 ] && echo $((PORT + 1000))); do
+  if ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; then
+    echo "run.sh: port $p is in use; set BENCH_PORT to a free one (and BENCH_PORT+1000 for hosts)" >&2
+    exit 3
+  fi
+done
 # Every endured numbers its clusters from 1 in its own store (the lowest index no cluster of
 # ITS store holds), and the index fixes the node addresses (127.(100+c).g.(s+1)) and the Slurm
 # ports (slurmctld 16000+(c-1)*1281, slurmd above it; slurmd binds 0.0.0.0). So the first
@@ -112,6 +122,8 @@ on_head() { timeout 60 "$BIN/endure" exec --cluster-name "$NAME" --node controll
 # it has deleted the cluster.
 start_endured() {
   rm -f "$HOME_DIR/endpoint"
+  # Nodes on hosts reach endured over TLS only.
+  [ "$HOST_ROWS" = 1 ] && echo "{\"AgentTlsPort\": $((PORT + 1000))}" >"$HOME_DIR/config.json"
   setsid "$BIN/endured" --home "$HOME_DIR" --port "$PORT" >>"$HOME_DIR/endured.log" 2>&1 &
   ENDURED_PID=$!
   for _ in $(seq 100); do
@@ -133,6 +145,8 @@ cleanup() {
     local i c
     for (( i = ${#CLUSTERS[@]} - 1; i >= 0; i-- )); do
       c=${CLUSTERS[$i]}
+      # Deleted already (the local cluster before the hosts rows, the hosts one by hosts.py).
+      timeout 30 "$BIN/endure" describe-cluster --cluster-name "$c" >/dev/null 2>&1 || continue
       log "cleanup: delete-cluster $c"
       if ! timeout 400 "$BIN/endure" delete-cluster --cluster-name "$c" --wait \
            --wait-timeout 360 >>"$HOME_DIR/cleanup.log" 2>&1; then
@@ -265,8 +279,11 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
     rows = lines(sys.argv[2])
     trials_wanted, peer_wait, target, smoke, nr_wait = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6] == "1", int(sys.argv[7])
     warm_target = float(sys.argv[8])
-    ours = [r for r in rows if r.get("kind") == "ours" and r.get("mode", "cold") == "cold"]
-    warm = [r for r in rows if r.get("kind") == "ours" and r.get("mode") == "warm"]
+    def ours_of(provider, mode):
+        return [r for r in rows if r.get("kind") == "ours" and r.get("provider", "local") == provider
+                and r.get("mode", "cold") == mode]
+    ours, warm = ours_of("local", "cold"), ours_of("local", "warm")
+    hcold, hwarm = ours_of("hosts", "cold"), ours_of("hosts", "warm")
     peer = next((r for r in rows if r.get("kind") == "peer"), None)
     nrep = next((r for r in rows if r.get("kind") == "peer_no_repair"), None)
     notes = [r.get("note") for r in rows if r.get("kind") == "note"]
@@ -292,6 +309,12 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
         return vals, med, (min(vals) if vals else None), (max(vals) if vals else None)
     vals, med, mn, mx = trial_rows("auto-resume", ours)
     wvals, wmed, wmn, wmx = trial_rows("warm spare", warm)
+    hvals, hmed, hmn, hmx = trial_rows("hosts cold", hcold)
+    hwvals, hwmed, hwmn, hwmx = trial_rows("hosts warm spare", hwarm)
+    def after_detection(rs):
+        v = [r["fault_to_rerun_s"] - r["detected_s"] for r in rs if r.get("rerun") and r.get("detected_s") is not None]
+        return (r3(statistics.median(v)), r3(max(v))) if v else (None, None)
+    hcold_det, hwarm_det = after_detection(hcold), after_detection(hwarm)
     for label, r in (("plain Slurm requeue", peer), ("plain Slurm, no repair", nrep)):
         if not r:
             continue
@@ -340,8 +363,16 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
         print("warm spare: the crashed node's name taken by the group's warm spare (WarmSpares 1)")
         print("ratio cold / warm median fault->re-run: %s" % ("-" if warm_ratio is None else "%.1fx" % warm_ratio))
         print("target: median fault->re-run <= %.1f s with a warm spare: %s" % (warm_target, "met" if warm_met else "not met"))
+    if hcold or hwarm:
+        print("hosts: 1 controller + 3 workers on test hosts reached over SSH, /fsx on a file server")
+        print("  (sshfs), a 3-node step; the fault is a worker's host's plug pulled (found by its")
+        print("  silence; its power command refused), so detection takes longer than a crash's.")
+        print("  detected -> re-run start, median / max: cold %s / %s, warm %s / %s" % (
+            f(hcold_det[0]), f(hcold_det[1]), f(hwarm_det[0]), f(hwarm_det[1])))
+        if hmed and hwmed:
+            print("ratio hosts cold / warm median fault->re-run: %.1fx" % (hmed / hwmed))
     if smoke:
-        print("(smoke run: 1 trial, PEER_WAIT 20 s: a check that the bench works, not a measurement)")
+        print("(smoke run: 1 trial, PEER_WAIT 20 s, no hosts: a check that the bench works, not a measurement)")
     for n in notes:
         print("note: " + n)
     out = {
@@ -362,6 +393,12 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
         "ours_warm_median_s": r3(wmed), "ours_warm_min_s": r3(wmn), "ours_warm_max_s": r3(wmx),
         "ratio_cold_to_warm": r3(warm_ratio),
         "warm_target_s": warm_target, "warm_target_met": warm_met,
+        "hosts_cold_trials": hcold, "hosts_warm_trials": hwarm,
+        "hosts_cold_median_s": r3(hmed), "hosts_cold_max_s": r3(hmx),
+        "hosts_warm_median_s": r3(hwmed), "hosts_warm_max_s": r3(hwmx),
+        "hosts_ratio_cold_to_warm": r3(hmed / hwmed) if hmed and hwmed else None,
+        "hosts_cold_detected_to_rerun_median_s": hcold_det[0],
+        "hosts_warm_detected_to_rerun_median_s": hwarm_det[0],
         "notes": notes,
     }
     print(json.dumps(out, separators=(",", ":")))
@@ -661,6 +698,23 @@ if [ "$MEASURE_OK" = 1 ]; then
     note "update-cluster --node-recovery None failed (see cli.log); the no-repair row was skipped"
     MEASURE_OK=0
   fi
+fi
+
+# ---- hosts over SSH (hosts.py): the local cluster goes first, so that its idle nodes do not
+# share the two cores with the hosts' --------------------------------------------------------
+if [ "$MEASURE_OK" = 1 ] && [ "$HOST_ROWS" = 1 ]; then
+  log "delete-cluster $NAME before the hosts rows"
+  if ! timeout 400 "$BIN/endure" delete-cluster --cluster-name "$NAME" --wait --wait-timeout 360 \
+       >>"$HOME_DIR/cli.log" 2>&1; then
+    note "delete-cluster $NAME failed (see cli.log); the hosts rows were skipped"
+    MEASURE_OK=0
+  fi
+fi
+if [ "$MEASURE_OK" = 1 ] && [ "$HOST_ROWS" = 1 ]; then
+  CLUSTERS+=(bench-ar-hosts)
+  timeout -s TERM 1800 python3 "$REPO/bench/autoresume/hosts.py" "$BIN" \
+    "$REPO/examples/lifecycle/base-config" "$REPO/tests/integration/jobs/units.py" \
+    "$RESULTS" "$TRIALS" || MEASURE_OK=0
 fi
 
 [ "$MEASURE_OK" = 1 ] || FAILED=1

@@ -1,7 +1,8 @@
 """Replacement rows of bench/recovery: fault -> back in service for a cold replace (a new
 instance launched, or on hosts a new host bootstrapped) and for a warm-spare swap, on local
 nodes and on hosts reached over SSH (test hosts this bench builds with endure-test-host:
-each its own machine with its own sshd on a 127.0.58.x address).
+each its own machine with its own sshd on a 127.0.58.x address, and a file server on
+127.0.57.1 for the cluster's /fsx).
 
 Local: worker crashes (`endure debug inject-fault --kind crash`), cold with WarmSpares 0,
 then warm with WarmSpares 1. Hosts: a cluster of 1 controller + 2 workers on a pool of 6
@@ -19,6 +20,8 @@ import time
 from datetime import datetime, timezone
 
 HOST_SET = 58  # 127.0.58.x: not a set the integration tests use
+FILE_SERVER = "127.0.57.1"  # serves the host cluster's /fsx over SSH; in no pool
+EXPORT = "/local/export/bench"  # its folder (under one of the host's own folders)
 HOST_PORT = 2222
 HOSTS = 6
 HOST_CLUSTER = "bench-hosts"
@@ -31,9 +34,10 @@ def event_time(e):
 
 
 class TestHosts:
-    """Hosts built and powered on here; every one powered off and removed by close()."""
+    """Hosts built and powered on here, and a file server for the cluster's /fsx; every one
+    powered off and removed by close()."""
 
-    def __init__(self, bin_dir, log):
+    def __init__(self, bin_dir, log, count=HOSTS):
         self.tool = os.path.join(bin_dir, "endure-test-host")
         self.dir = tempfile.mkdtemp(prefix="bench-hosts-")
         self.log = log
@@ -41,16 +45,30 @@ class TestHosts:
         key = os.path.join(self.dir, "id_ed25519")
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", key], check=True)
         self.identity = key
-        for i in range(1, HOSTS + 1):
-            name, address = "host-%d" % i, "127.0.%d.%d" % (HOST_SET, i)
-            path = os.path.join(self.dir, name)
-            subprocess.run([self.tool, "build", path, "--name", name, "--address", address,
-                            "--port", str(HOST_PORT), "--authorized-key", key + ".pub"],
-                           check=True, capture_output=True, timeout=60)
-            pub = open(os.path.join(path, "etc/ssh/ssh_host_ed25519_key.pub")).read().split()
-            self.hosts.append({"name": name, "address": address, "dir": path,
-                               "key": pub[0] + " " + pub[1]})
-            self.power(name, "on")
+        self.file_server = self.build("fs-1", FILE_SERVER)
+        for i in range(1, count + 1):
+            self.hosts.append(self.build("host-%d" % i, "127.0.%d.%d" % (HOST_SET, i)))
+
+    def build(self, name, address):
+        path = os.path.join(self.dir, name)
+        subprocess.run([self.tool, "build", path, "--name", name, "--address", address,
+                        "--port", str(HOST_PORT), "--authorized-key", self.identity + ".pub"],
+                       check=True, capture_output=True, timeout=60)
+        pub = open(os.path.join(path, "etc/ssh/ssh_host_ed25519_key.pub")).read().split()
+        host = {"name": name, "address": address, "dir": path, "key": pub[0] + " " + pub[1]}
+        self.power(name, "on")
+        return host
+
+    def shared_file_system(self):
+        """The spec's SharedFileSystem: the file server's folder EXPORT."""
+        fs = self.file_server
+        return {"DnsName": fs["address"], "Port": HOST_PORT, "MountName": EXPORT,
+                "HostKey": fs["key"], "IdentityFile": self.identity}
+
+    def served(self, path):
+        """The path on this machine of a file in the file server's folder (the host's own
+        folders are folders of its directory here)."""
+        return os.path.join(self.file_server["dir"], EXPORT.lstrip("/"), path)
 
     def power(self, name, verb):
         path = os.path.join(self.dir, name)
@@ -65,7 +83,7 @@ class TestHosts:
                        "HostKey": h["key"]} for h in self.hosts]}]}
 
     def close(self):
-        for h in self.hosts:
+        for h in self.hosts + [self.file_server]:
             self.power(h["name"], "off")
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -205,7 +223,8 @@ class Replacements:
             "LifeCycleConfig": {"SourceS3Uri": lifecycle_dir, "OnCreate": "on_create.sh"},
             "ThreadsPerCore": 1, "HostPool": "bench"}
         spec = {"ClusterName": HOST_CLUSTER, "NodeRecovery": "Automatic",
-                "InstanceGroups": [group("controller", 1), group("worker", 2)]}
+                "InstanceGroups": [group("controller", 1), group("worker", 2)],
+                "SharedFileSystem": self.hosts.shared_file_system()}
         path = os.path.join(self.b.home, "hosts-cluster.json")
         json.dump(spec, open(path, "w"))
         self.log("create-cluster %s (1 controller + 2 workers on hosts)" % HOST_CLUSTER)
