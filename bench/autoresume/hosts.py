@@ -23,7 +23,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "recovery"))
-from replace import HOST_PORT, Replacements, TestHosts, event_time  # noqa: E402
+from replace import HOST_PORT, Cli, Replacements, TestHosts, event_time  # noqa: E402
 
 CLUSTER = "bench-ar-hosts"
 POOL = "bench-ar"
@@ -37,24 +37,6 @@ T0 = time.time()
 
 def log(msg):
     print("[bench hosts %6.1fs] %s" % (time.time() - T0, msg), file=sys.stderr, flush=True)
-
-
-class Cli:
-    """The endure CLI against run.sh's endured (Replacements' view of a bench)."""
-
-    def __init__(self, bin_dir):
-        self.bin_dir = bin_dir
-        self.home = os.environ["ENDURE_HOME"]
-
-    def endure(self, *argv, timeout=60, check=True):
-        out = subprocess.run([os.path.join(self.bin_dir, "endure"), *argv], timeout=timeout,
-                             capture_output=True, text=True)
-        if check and out.returncode != 0:
-            raise RuntimeError("endure %s: %s" % (" ".join(argv[:2]), out.stderr.strip()))
-        return out
-
-    def endure_json(self, *argv, timeout=60):
-        return json.loads(self.endure(*argv, timeout=timeout).stdout or "{}")
 
 
 def lines(path):
@@ -73,7 +55,7 @@ def lines(path):
 
 class HostTrials:
     def __init__(self, bin_dir, lifecycle_dir, units_py, results, trials):
-        self.cli = Cli(bin_dir)
+        self.cli = Cli(bin_dir, os.environ["ENDURE_HOME"])  # run.sh's endured
         self.rep = Replacements(self.cli, bin_dir, None, trials, RERUN_TIMEOUT, log)
         self.lifecycle_dir = lifecycle_dir
         self.units_py = units_py
@@ -200,7 +182,15 @@ class HostTrials:
         else:
             row.update({"rerun": False, "fault_to_rerun_s": None,
                         "waited_s": round(time.time() - t_fault, 1)})
-        for e in self.rep.events_after(CLUSTER, mark):
+        # A requeued job (its batch host pulled) runs before endured records it ready.
+        events, ready_by = [], time.time() + 10
+        while True:
+            events = self.rep.events_after(CLUSTER, mark)
+            if any(e.get("EventType") == "AutoResumeReady" for e in events) or \
+                    time.time() > ready_by:
+                break
+            time.sleep(0.5)
+        for e in events:
             since = round(event_time(e) - t_fault, 3)
             kind, desc = e.get("EventType"), e.get("Description", "")
             if e.get("NodeName") == node and kind == "NodeUnhealthy":

@@ -33,6 +33,27 @@ def event_time(e):
         tzinfo=timezone.utc).timestamp()
 
 
+class Cli:
+    """The endure CLI against one endured, by its ENDURE_HOME (never a caller's endpoint)."""
+
+    def __init__(self, bin_dir, home):
+        self.bin_dir = bin_dir
+        self.home = home
+        self.env = dict(os.environ, ENDURE_HOME=home)
+        for k in ("ENDURE_ENDPOINT", "ENDURE_TOKEN"):
+            self.env.pop(k, None)
+
+    def endure(self, *argv, timeout=60, check=True):
+        out = subprocess.run([os.path.join(self.bin_dir, "endure"), *argv], env=self.env,
+                             timeout=timeout, capture_output=True, text=True)
+        if check and out.returncode != 0:
+            raise RuntimeError("endure %s: %s" % (" ".join(argv[:2]), out.stderr.strip()))
+        return out
+
+    def endure_json(self, *argv, timeout=60):
+        return json.loads(self.endure(*argv, timeout=timeout).stdout or "{}")
+
+
 class TestHosts:
     """Hosts built and powered on here, and a file server for the cluster's /fsx; every one
     powered off and removed by close()."""

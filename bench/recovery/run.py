@@ -44,28 +44,15 @@ def log(msg):
     print("[bench %6.1fs] %s" % (time.time() - T0, msg), file=sys.stderr, flush=True)
 
 
-class Bench:
+class Bench(replace.Cli):
     def __init__(self, args):
+        super().__init__(BIN, tempfile.mkdtemp(prefix="bench-rec-"))
         self.args = args
-        self.home = tempfile.mkdtemp(prefix="bench-rec-")
-        self.env = dict(os.environ, ENDURE_HOME=self.home)
-        for k in ("ENDURE_ENDPOINT", "ENDURE_TOKEN"):
-            self.env.pop(k, None)
         self.endured = None
         self.cluster_made = False
         self.notes = []
 
     # ---- the CLI -------------------------------------------------------------------
-    def endure(self, *argv, timeout=60, check=True):
-        out = subprocess.run([os.path.join(BIN, "endure"), *argv], env=self.env, timeout=timeout,
-                             capture_output=True, text=True)
-        if check and out.returncode != 0:
-            raise RuntimeError("endure %s: %s" % (" ".join(argv[:2]), out.stderr.strip()))
-        return out
-
-    def endure_json(self, *argv, timeout=60):
-        return json.loads(self.endure(*argv, timeout=timeout).stdout or "{}")
-
     def on_head(self, script, timeout=30):
         out = self.endure("exec", "--cluster-name", NAME, "--node", "controller-0", "--", "bash",
                           "-c", script, timeout=timeout, check=False)

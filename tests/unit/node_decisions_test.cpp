@@ -12,7 +12,7 @@ using L = LifecycleStatus;
 
 slurm::NodeState slurm_node(const std::string& state, std::vector<std::string> flags = {},
                             const std::string& reason = "") {
-  return {"worker-0", state, std::move(flags), reason};
+  return {"worker-0", state, std::move(flags), reason, "", ""};
 }
 
 // --- lifecycle reports ---

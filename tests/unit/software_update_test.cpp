@@ -157,7 +157,7 @@ PendingObservation seen(const std::string& slurm_state, std::vector<std::string>
   o.role = spec::NodeRole::kWorker;
   o.controller_running = true;
   o.now = 1010;
-  o.slurm_node = slurm::NodeState{"worker-1", slurm_state, std::move(flags), ""};
+  o.slurm_node = slurm::NodeState{"worker-1", slurm_state, std::move(flags), "", "", ""};
   return o;
 }
 
