@@ -15,6 +15,7 @@ packages=(
   libfuse3-dev fuse3
   libxxhash-dev
   libopenblas-dev libsentencepiece-dev sentencepiece libzstd-dev zstd
+  libgloo-dev
   openssh-client openssh-server sshfs openssl
 )
 missing=()

@@ -1,0 +1,274 @@
+// endure::comm over Gloo: N ranks as threads of this process, met through one in-memory
+// store, for world sizes 1 to 5 (non-powers of two included); every collective against a
+// reference computed here, and a dead peer turned into an error within the timeout.
+#include "endure/comm.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace endure::comm {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::atomic<int> g_rendezvous{0};
+
+// (No test times itself: a hang is what the test's own timeout in CTest would catch.)
+
+// Runs body(comm) on `world` ranks, each a thread with its own communicator; fails the test
+// for a rank that could not connect.
+void run_ranks(int world, const std::function<void(Communicator&)>& body,
+               std::chrono::milliseconds timeout = 20s) {
+  auto store = memory_store();
+  const std::string key = "test-" + std::to_string(g_rendezvous++);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      Options o;
+      o.rank = r;
+      o.world = world;
+      o.key = key;
+      o.timeout = timeout;
+      auto comm = connect(o, store);
+      ASSERT_TRUE(comm.ok()) << "rank " << r << ": " << comm.error().message;
+      body(**comm);
+    });
+  }
+  for (auto& t : ranks) t.join();
+}
+
+// Values every rank can compute for every rank: small integers, so that any order of the
+// sum gives the exact reference.
+float value(int rank, size_t i) {
+  return static_cast<float>(rank * 1000 + static_cast<int>(i % 997));
+}
+
+float reference_sum(int world, size_t i) {
+  float sum = 0;
+  for (int r = 0; r < world; ++r) sum += value(r, i);
+  return sum;
+}
+
+TEST(ShardRange, SplitsEveryBufferInRankOrderWithinOneElement) {
+  for (size_t count : {0, 1, 4, 7, 10, 1000, 1001}) {
+    for (int world = 1; world <= 5; ++world) {
+      size_t next = 0;
+      for (int r = 0; r < world; ++r) {
+        Range range = shard_range(count, world, r);
+        EXPECT_EQ(range.offset, next) << count << " / " << world << " rank " << r;
+        EXPECT_TRUE(range.count == count / world || range.count == count / world + 1);
+        next += range.count;
+      }
+      EXPECT_EQ(next, count) << count << " / " << world;
+    }
+  }
+}
+
+TEST(RendezvousKey, NamesJobStepRestartAndTry) {
+  auto key = rendezvous_key({{"SLURM_JOB_ID", "42"},
+                             {"SLURM_STEP_ID", "3"},
+                             {"SLURM_RESTART_COUNT", "1"},
+                             {"ENDURE_AUTO_RESUME_COUNT", "2"}});
+  ASSERT_TRUE(key.ok());
+  EXPECT_EQ(*key, "job-42.step-3.restart-1.try-2");
+  EXPECT_EQ(*rendezvous_key({{"SLURM_JOB_ID", "7"}}), "job-7.step-0.restart-0.try-0");
+  auto none = rendezvous_key({});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("SLURM_JOB_ID"), std::string::npos);
+}
+
+TEST(Connect, RefusesARankOutsideTheWorldAndAnEmptyKey) {
+  auto store = memory_store();
+  Options o;
+  o.rank = 3;
+  o.world = 3;
+  o.key = "k";
+  auto outside = connect(o, store);
+  ASSERT_FALSE(outside.ok());
+  EXPECT_EQ(outside.error().code, "InvalidArgument");
+  o.rank = 0;
+  o.key = "";
+  EXPECT_FALSE(connect(o, store).ok());
+}
+
+class Collectives : public testing::TestWithParam<int> {};
+
+TEST_P(Collectives, AllReduceSumsEveryRankAcrossManySegments) {
+  const int world = GetParam();
+  const size_t count = 300007;  // past Gloo's 1 MiB segments, and not a multiple of world
+  run_ranks(world, [&](Communicator& comm) {
+    std::vector<float> data(count);
+    for (size_t i = 0; i < count; ++i) data[i] = value(comm.rank(), i);
+    ASSERT_TRUE(comm.all_reduce(data.data(), count).ok());
+    for (size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(data[i], reference_sum(world, i)) << "rank " << comm.rank() << " element " << i;
+    }
+  });
+}
+
+TEST_P(Collectives, AllReduceIsBitwiseTheSameOnEveryRankAndInEveryRun) {
+  const int world = GetParam();
+  const size_t count = 65537;
+  std::vector<std::vector<float>> results;
+  for (int run = 0; run < 2; ++run) {
+    std::vector<std::vector<float>> by_rank(world);
+    run_ranks(world, [&](Communicator& comm) {
+      std::mt19937 gen(1234 + comm.rank());
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      std::vector<float> data(count);
+      for (auto& x : data) x = dist(gen);  // sums that depend on their order
+      ASSERT_TRUE(comm.all_reduce(data.data(), count).ok());
+      by_rank[comm.rank()] = std::move(data);
+    });
+    for (int r = 1; r < world; ++r) {
+      EXPECT_EQ(std::memcmp(by_rank[r].data(), by_rank[0].data(), count * sizeof(float)), 0)
+          << "rank " << r << " differs from rank 0";
+    }
+    results.push_back(by_rank[0]);
+  }
+  EXPECT_EQ(std::memcmp(results[0].data(), results[1].data(), count * sizeof(float)), 0)
+      << "two runs of the same world differ";
+}
+
+TEST_P(Collectives, ReduceScatterKeepsEachRanksPartOfTheSum) {
+  const int world = GetParam();
+  for (size_t count : {size_t{1}, size_t{10}, size_t{100003}}) {
+    run_ranks(world, [&](Communicator& comm) {
+      std::vector<float> in(count);
+      for (size_t i = 0; i < count; ++i) in[i] = value(comm.rank(), i);
+      Range mine = shard_range(count, world, comm.rank());
+      std::vector<float> out(mine.count + 1, -7.0f);  // one guard element past the part
+      ASSERT_TRUE(comm.reduce_scatter(in.data(), count, out.data()).ok());
+      for (size_t j = 0; j < mine.count; ++j) {
+        ASSERT_EQ(out[j], reference_sum(world, mine.offset + j)) << "rank " << comm.rank();
+      }
+      EXPECT_EQ(out[mine.count], -7.0f) << "written past the part";
+    });
+  }
+}
+
+TEST_P(Collectives, AllGatherPutsEveryPartInItsPlace) {
+  const int world = GetParam();
+  for (size_t count : {size_t{1}, size_t{7}, size_t{100003}}) {
+    run_ranks(world, [&](Communicator& comm) {
+      Range mine = shard_range(count, world, comm.rank());
+      std::vector<float> shard(mine.count);
+      for (size_t j = 0; j < mine.count; ++j) shard[j] = static_cast<float>(mine.offset + j);
+      std::vector<float> out(count, -1.0f);
+      ASSERT_TRUE(comm.all_gather(shard.data(), count, out.data()).ok());
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(out[i], static_cast<float>(i));
+    });
+  }
+}
+
+TEST_P(Collectives, BroadcastCopiesTheRootsBytesFromEveryRoot) {
+  const int world = GetParam();
+  run_ranks(world, [&](Communicator& comm) {
+    for (int root = 0; root < world; ++root) {
+      std::string data(4099, static_cast<char>('a' + comm.rank()));
+      ASSERT_TRUE(comm.broadcast(data.data(), data.size(), root).ok());
+      EXPECT_EQ(data, std::string(4099, static_cast<char>('a' + root))) << "root " << root;
+    }
+    std::string one = "x";
+    EXPECT_FALSE(comm.broadcast(one.data(), 1, world).ok()) << "a root outside the world";
+  });
+}
+
+TEST_P(Collectives, BarrierWaitsForTheLastRank) {
+  const int world = GetParam();
+  std::atomic<int> arrived{0};
+  run_ranks(world, [&](Communicator& comm) {
+    if (comm.rank() == world - 1) std::this_thread::sleep_for(200ms);
+    arrived++;
+    ASSERT_TRUE(comm.barrier().ok());
+    EXPECT_EQ(arrived.load(), world) << "rank " << comm.rank() << " passed the barrier early";
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, Collectives, testing::Values(1, 2, 3, 4, 5),
+                         [](const testing::TestParamInfo<int>& p) {
+                           return "world" + std::to_string(p.param);
+                         });
+
+TEST(FileStore, ATryAfterAnotherMeetsInTheSameFolderWithNoneOfItsState) {
+  char tmpl[] = "/tmp/endure-comm-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::filesystem::path dir = tmpl;
+  auto store = file_store(dir / "rendezvous");
+  ASSERT_TRUE(store.ok()) << store.error().message;
+  const int world = 3;
+  for (const char* resume : {"0", "1"}) {
+    auto key = rendezvous_key({{"SLURM_JOB_ID", "9"}, {"ENDURE_AUTO_RESUME_COUNT", resume}});
+    ASSERT_TRUE(key.ok());
+    std::vector<std::thread> ranks;
+    for (int r = 0; r < world; ++r) {
+      ranks.emplace_back([&, r] {
+        Options o;
+        o.rank = r;
+        o.world = world;
+        o.key = *key;
+        o.timeout = 20s;
+        auto comm = connect(o, *store);
+        ASSERT_TRUE(comm.ok()) << "try " << resume << " rank " << r << ": " << comm.error().message;
+        float x = static_cast<float>(r + 1);
+        ASSERT_TRUE((*comm)->all_reduce(&x, 1).ok());
+        EXPECT_EQ(x, 6.0f);
+      });
+    }
+    for (auto& t : ranks) t.join();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DeadPeer, ARankThatLeavesMidCollectiveIsAnErrorWithinTheTimeoutNotAHang) {
+  const int world = 3;
+  auto store = memory_store();
+  std::vector<std::thread> ranks;
+  std::vector<Status> results(world);
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      Options o;
+      o.rank = r;
+      o.world = world;
+      o.key = "dead-peer";
+      o.timeout = 2s;
+      auto comm = connect(o, store);
+      ASSERT_TRUE(comm.ok()) << comm.error().message;
+      if (r == world - 1) return;  // dies: its communicator and its sockets go away
+      std::vector<float> data(1 << 20, 1.0f);
+      results[r] = (*comm)->all_reduce(data.data(), data.size());
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < world - 1; ++r) {
+    ASSERT_FALSE(results[r].ok()) << "rank " << r;
+    const std::string& code = results[r].error().code;
+    EXPECT_TRUE(code == "CommPeerLost" || code == "CommTimeout") << code;
+  }
+}
+
+TEST(DeadPeer, ARankThatNeverComesIsATimeoutOfTheRendezvous) {
+  auto store = memory_store();
+  Options o;
+  o.rank = 0;
+  o.world = 2;
+  o.key = "nobody-else";
+  o.timeout = 1s;
+  auto comm = connect(o, store);
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.error().code, "CommTimeout") << comm.error().message << " / " << comm.error().code;
+}
+
+}  // namespace
+}  // namespace endure::comm
