@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -113,10 +114,15 @@ class Llama {
   // backward() needs. REQUIRES: 1 <= B <= max_batch, 1 <= T <= seq_len, ids in range
   // (checked: any of them broken returns NaN and computes nothing).
   float forward(const int32_t* inputs, const int32_t* targets, int B, int T);
+  // Called by backward() each time a range [begin, end) of grads() (in floats) is final for
+  // this backward: from the end of the buffer towards its start (the head and final norm,
+  // then each layer from the last, then the embeddings), every float once. A data-parallel
+  // reducer starts reducing a range while backward goes on with the rest.
+  using GradsReady = std::function<void(size_t begin, size_t end)>;
   // Adds (+=) grad_scale * d(loss of the last forward)/d(params) into grads(), so that
   // micro-batches accumulate (pass 1 / micro_batches for the mean). REQUIRES: forward()
   // with targets just before; its activations are consumed (one backward per forward).
-  void backward(float grad_scale = 1.0f);
+  void backward(float grad_scale = 1.0f, const GradsReady& ready = {});
   void zero_grad();
 
  private:

@@ -305,11 +305,21 @@ float Llama::forward(const int32_t* inputs, const int32_t* targets, int B, int T
   return I.count > 0 ? (float)(total / I.count) : 0.f;
 }
 
-void Llama::backward(float grad_scale) {
+void Llama::backward(float grad_scale, const GradsReady& ready) {
   Impl& I = *impl_;
   if (!I.ready_for_backward) return;
   I.ready_for_backward = false;
-  if (I.count == 0) return;
+  // Where each part of the buffer starts: [layer l's first tensor, the next one's).
+  auto at = [&](const float* p) { return static_cast<size_t>(p - I.grads); };
+  size_t final_from = I.n_params;  // grads()[final_from, end) are final
+  auto final_down_to = [&](size_t begin) {
+    if (ready && begin < final_from) ready(begin, final_from);
+    final_from = std::min(final_from, begin);
+  };
+  if (I.count == 0) {
+    final_down_to(0);
+    return;
+  }
   const int N = I.B * I.T, C = I.C;
   Backend& be = *I.be;
   const AttentionShape s = I.shape(I.B, I.T);
@@ -318,6 +328,8 @@ void Llama::backward(float grad_scale) {
                          grad_scale / I.count);
   be.zero(I.dx, (size_t)N * C);
   be.rmsnorm_backward(I.dx, I.dw.norm, I.dln, I.x_out, I.w.norm, I.rstdf, N, C);
+  // A tied head's gradient is the embedding's, which is final only at the end.
+  final_down_to(at(I.dw.norm));
   for (int l = I.L - 1; l >= 0; l--) {
     LayerActs& a = I.acts[l];
     const LayerWeights& lw = I.w.layers[l];
@@ -333,8 +345,10 @@ void Llama::backward(float grad_scale) {
     be.rope_backward(I.dqkv, I.rope_cos, I.rope_sin, s);
     be.matmul_backward(I.dln, dlw.wqkv, I.dqkv, a.ln1, lw.wqkv, N, C, I.qkv_ld);
     be.rmsnorm_backward(I.dx, dlw.attention_norm, I.dln, a.x_in, lw.attention_norm, a.rstd1, N, C);
+    final_down_to(at(dlw.attention_norm));
   }
   be.embedding_backward(I.dw.tok_embeddings, I.inputs.data(), I.dx, N, C, I.V);
+  final_down_to(0);
 }
 
 }  // namespace endure::model

@@ -1,0 +1,215 @@
+// endure::dp with N ranks as threads of this process: the gradient reducer against a
+// reference sum (buckets that split the ranges backward reports), and a data-parallel
+// step of the tiny Llama against one process's step on the whole batch.
+#include "endure/dp.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "endure/model.h"
+#include "train/model/cpu_backend.h"
+
+namespace endure::dp {
+namespace {
+
+using namespace std::chrono_literals;
+
+// One thread per rank and per model: OpenMP's own threads would only compete for the cores.
+const bool kOneThread = [] { return ::setenv("OMP_NUM_THREADS", "1", 1) == 0; }();
+
+std::atomic<int> g_rendezvous{0};
+
+void run_ranks(int world, const std::function<void(comm::Communicator&)>& body) {
+  auto store = comm::memory_store();
+  const std::string key = "dp-" + std::to_string(g_rendezvous++);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      comm::Options o;
+      o.rank = r;
+      o.world = world;
+      o.key = key;
+      o.timeout = 30s;
+      auto c = comm::connect(o, store);
+      ASSERT_TRUE(c.ok()) << c.error().message;
+      body(**c);
+    });
+  }
+  for (auto& t : ranks) t.join();
+}
+
+class Reducer : public testing::TestWithParam<int> {};
+
+TEST_P(Reducer, SumsEveryBucketWhateverRangesBackwardReports) {
+  const int world = GetParam();
+  const size_t n = 10007;
+  // Ranges as a backward reports them, from the end down; buckets of 1000 split them.
+  const std::vector<std::pair<size_t, size_t>> ranges = {
+      {9000, 10007}, {8999, 9000}, {5000, 8999}, {123, 5000}, {0, 123}};
+  for (size_t bucket : {size_t{1000}, size_t{1}, size_t{20000}}) {
+    run_ranks(world, [&](comm::Communicator& comm) {
+      std::vector<float> grads(n);
+      for (size_t i = 0; i < n; ++i) grads[i] = static_cast<float>(comm.rank() * 100 + i % 89);
+      GradientReducer reducer(comm, grads.data(), n, bucket);
+      for (int step = 0; step < 2; ++step) {  // a reducer serves step after step
+        std::vector<float> expected(n);
+        for (size_t i = 0; i < n; ++i) {
+          for (int r = 0; r < world; ++r) expected[i] += static_cast<float>(r * 100 + i % 89);
+          if (step == 1) expected[i] *= static_cast<float>(world);  // the sum summed again
+        }
+        reducer.begin();
+        for (const auto& [begin, end] : ranges) reducer.ready(begin, end);
+        ASSERT_TRUE(reducer.finish().ok());
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(grads[i], expected[i]) << "bucket " << bucket;
+      }
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, Reducer, testing::Values(1, 2, 3, 4, 5),
+                         [](const testing::TestParamInfo<int>& p) {
+                           return "world" + std::to_string(p.param);
+                         });
+
+// ---- a data-parallel step of the tiny Llama ---------------------------------------------
+
+constexpr int kBatch = 12;  // the global batch: 12 rows split evenly over 1, 2, 3 or 4 ranks
+constexpr uint64_t kSeed = 7;
+
+struct Batch {
+  std::vector<int32_t> inputs, targets;
+  int T = 0;
+};
+
+Batch make_batch(const model::LlamaConfig& config) {
+  Batch b;
+  b.T = config.seq_len;
+  std::mt19937 gen(42);
+  std::uniform_int_distribution<int32_t> token(0, config.vocab_size - 1);
+  for (int i = 0; i < kBatch * b.T; ++i) {
+    b.inputs.push_back(token(gen));
+    b.targets.push_back(token(gen));
+  }
+  return b;
+}
+
+struct Step {
+  std::vector<float> grads, params;
+};
+
+// One step (forward, backward, AdamW) of a model on rows [row, row + rows) of the batch,
+// its gradients summed over the ranks by a reducer when there is a communicator.
+Step step_on(const model::LlamaConfig& config, const Batch& batch, int row, int rows,
+             comm::Communicator* comm, size_t bucket_floats) {
+  // Its own kernels' scratch: the shared CPU backend serves one caller at a time, and the
+  // ranks here are threads of one process.
+  model::CpuBackend backend;
+  auto m = model::Llama::create(config, rows, &backend);
+  EXPECT_TRUE(m.ok());
+  auto& llama = **m;
+  llama.init(kSeed);
+  const int world = comm ? comm->world() : 1;
+  const size_t at = static_cast<size_t>(row) * batch.T;
+  (void)llama.forward(batch.inputs.data() + at, batch.targets.data() + at, rows, batch.T);
+  if (comm) {
+    GradientReducer reducer(*comm, llama.grads(), llama.num_params(), bucket_floats);
+    reducer.begin();
+    // Each rank's loss is the mean over its rows: 1 / world makes the sum the global mean.
+    llama.backward(1.0f / static_cast<float>(world),
+                   [&](size_t begin, size_t end) { reducer.ready(begin, end); });
+    EXPECT_TRUE(reducer.finish().ok());
+  } else {
+    llama.backward();
+  }
+  Step out;
+  out.grads.assign(llama.grads(), llama.grads() + llama.num_params());
+  model::AdamW adamw({}, llama.num_params(), llama.named_parameters(), &backend);
+  adamw.update(llama.params(), llama.grads(), 1e-3f);
+  out.params.assign(llama.params(), llama.params() + llama.num_params());
+  return out;
+}
+
+// Per tensor: |a - b| / |b| in the 2-norm.
+std::map<std::string, double> relative_errors(const model::LlamaConfig& config,
+                                              const std::vector<float>& a,
+                                              const std::vector<float>& b) {
+  auto m = model::Llama::create(config, 1);
+  std::map<std::string, double> out;
+  for (const auto& p : (*m)->named_parameters()) {
+    double diff = 0, norm = 0;
+    for (size_t i = p.offset; i < p.offset + p.numel(); ++i) {
+      diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+      norm += double(b[i]) * b[i];
+    }
+    out[p.name] = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  }
+  return out;
+}
+
+class DataParallel : public testing::TestWithParam<int> {};
+
+TEST_P(DataParallel, AStepOfNRanksIsOneProcesssStepOnTheWholeBatch) {
+  ASSERT_TRUE(kOneThread);
+  const int world = GetParam();
+  auto config = model::LlamaConfig::preset("tiny");
+  ASSERT_TRUE(config.ok());
+  const Batch batch = make_batch(*config);
+  const Step reference = step_on(*config, batch, 0, kBatch, nullptr, 0);
+
+  std::vector<Step> ranks(world);
+  const int rows = kBatch / world;
+  // Buckets of 500 floats: they split tensors and layers alike.
+  run_ranks(world, [&](comm::Communicator& comm) {
+    ranks[comm.rank()] = step_on(*config, batch, comm.rank() * rows, rows, &comm, 500);
+  });
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(std::memcmp(ranks[r].params.data(), ranks[0].params.data(),
+                          ranks[0].params.size() * sizeof(float)),
+              0)
+        << "rank " << r << "'s parameters differ from rank 0's";
+  }
+  for (const auto& [name, err] : relative_errors(*config, ranks[0].grads, reference.grads)) {
+    EXPECT_LE(err, 1e-5) << "gradient of " << name;
+  }
+  for (const auto& [name, err] : relative_errors(*config, ranks[0].params, reference.params)) {
+    EXPECT_LE(err, 1e-5) << "parameter " << name << " after AdamW";
+  }
+}
+
+TEST_P(DataParallel, RunsOfTheSameWorldAreBitwiseEqual) {
+  ASSERT_TRUE(kOneThread);
+  const int world = GetParam();
+  auto config = model::LlamaConfig::preset("tiny");
+  ASSERT_TRUE(config.ok());
+  const Batch batch = make_batch(*config);
+  const int rows = kBatch / world;
+  std::vector<std::vector<float>> runs;
+  for (int run = 0; run < 2; ++run) {
+    std::vector<float> params;
+    run_ranks(world, [&](comm::Communicator& comm) {
+      Step s = step_on(*config, batch, comm.rank() * rows, rows, &comm, 777);
+      if (comm.rank() == 0) params = std::move(s.params);
+    });
+    runs.push_back(std::move(params));
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  EXPECT_EQ(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * sizeof(float)), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, DataParallel, testing::Values(1, 2, 3, 4),
+                         [](const testing::TestParamInfo<int>& p) {
+                           return "world" + std::to_string(p.param);
+                         });
+
+}  // namespace
+}  // namespace endure::dp
