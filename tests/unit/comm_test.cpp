@@ -26,12 +26,13 @@ std::atomic<int> g_rendezvous{0};
 
 // (No test times itself: a hang is what the test's own timeout in CTest would catch.)
 
-// Runs body(comm) on `world` ranks, each a thread with its own communicator; fails the test
-// for a rank that could not connect.
+// Runs body(comm) on `world` ranks, each a thread with its own communicator, met in store
+// under key (default: a fresh in-memory store and key); fails the test for a rank that
+// could not connect.
 void run_ranks(int world, const std::function<void(Communicator&)>& body,
-               std::chrono::milliseconds timeout = 20s) {
-  auto store = memory_store();
-  const std::string key = "test-" + std::to_string(g_rendezvous++);
+               std::shared_ptr<RendezvousStore> store = nullptr, std::string key = "") {
+  if (!store) store = memory_store();
+  if (key.empty()) key = "test-" + std::to_string(g_rendezvous++);
   std::vector<std::thread> ranks;
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
@@ -39,9 +40,9 @@ void run_ranks(int world, const std::function<void(Communicator&)>& body,
       o.rank = r;
       o.world = world;
       o.key = key;
-      o.timeout = timeout;
+      o.timeout = 20s;
       auto comm = connect(o, store);
-      ASSERT_TRUE(comm.ok()) << "rank " << r << ": " << comm.error().message;
+      ASSERT_TRUE(comm.ok()) << key << " rank " << r << ": " << comm.error().message;
       body(**comm);
     });
   }
@@ -211,22 +212,14 @@ TEST(FileStore, ATryAfterAnotherMeetsInTheSameFolderWithNoneOfItsState) {
   for (const char* resume : {"0", "1"}) {
     auto key = rendezvous_key({{"SLURM_JOB_ID", "9"}, {"ENDURE_AUTO_RESUME_COUNT", resume}});
     ASSERT_TRUE(key.ok());
-    std::vector<std::thread> ranks;
-    for (int r = 0; r < world; ++r) {
-      ranks.emplace_back([&, r] {
-        Options o;
-        o.rank = r;
-        o.world = world;
-        o.key = *key;
-        o.timeout = 20s;
-        auto comm = connect(o, *store);
-        ASSERT_TRUE(comm.ok()) << "try " << resume << " rank " << r << ": " << comm.error().message;
-        float x = static_cast<float>(r + 1);
-        ASSERT_TRUE((*comm)->all_reduce(&x, 1).ok());
-        EXPECT_EQ(x, 6.0f);
-      });
-    }
-    for (auto& t : ranks) t.join();
+    run_ranks(
+        world,
+        [&](Communicator& comm) {
+          float x = static_cast<float>(comm.rank() + 1);
+          ASSERT_TRUE(comm.all_reduce(&x, 1).ok());
+          EXPECT_EQ(x, 6.0f);
+        },
+        *store, *key);
   }
   std::filesystem::remove_all(dir);
 }
