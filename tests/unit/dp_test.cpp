@@ -11,12 +11,14 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "endure/model.h"
+#include "endure/zero.h"
 #include "train/model/cpu_backend.h"
 
 namespace endure::dp {
@@ -107,10 +109,11 @@ struct Step {
   std::vector<float> grads, params;
 };
 
-// One step (forward, backward, AdamW) of a model on rows [row, row + rows) of the batch,
-// its gradients summed over the ranks by a reducer when there is a communicator.
+// `steps` steps (forward, backward, AdamW, or ZeRO-1's sharded AdamW with zero1) of a model
+// on rows [row, row + rows) of the batch, its gradients summed over the ranks by a reducer
+// when there is a communicator. The gradients kept are the last step's.
 Step step_on(const model::LlamaConfig& config, const Batch& batch, int row, int rows,
-             comm::Communicator* comm, size_t bucket_floats) {
+             comm::Communicator* comm, size_t bucket_floats, int steps = 1, bool zero1 = false) {
   // Its own kernels' scratch: the shared CPU backend serves one caller at a time, and the
   // ranks here are threads of one process.
   model::CpuBackend backend;
@@ -120,21 +123,33 @@ Step step_on(const model::LlamaConfig& config, const Batch& batch, int row, int 
   llama.init(kSeed);
   const int world = comm ? comm->world() : 1;
   const size_t at = static_cast<size_t>(row) * batch.T;
-  (void)llama.forward(batch.inputs.data() + at, batch.targets.data() + at, rows, batch.T);
-  if (comm) {
-    GradientReducer reducer(*comm, llama.grads(), llama.num_params(), bucket_floats);
-    reducer.begin();
-    // Each rank's loss is the mean over its rows: 1 / world makes the sum the global mean.
-    llama.backward(1.0f / static_cast<float>(world),
-                   [&](size_t begin, size_t end) { reducer.ready(begin, end); });
-    EXPECT_TRUE(reducer.finish().ok());
-  } else {
-    llama.backward();
-  }
-  Step out;
-  out.grads.assign(llama.grads(), llama.grads() + llama.num_params());
   model::AdamW adamw({}, llama.num_params(), llama.named_parameters(), &backend);
-  adamw.update(llama.params(), llama.grads(), 1e-3f);
+  std::optional<zero::ShardedAdamW> sharded;
+  if (zero1)
+    sharded.emplace(*comm, model::AdamWConfig{}, llama.num_params(), llama.named_parameters(),
+                    &backend);
+  std::optional<GradientReducer> reducer;
+  if (comm) reducer.emplace(*comm, llama.grads(), llama.num_params(), bucket_floats);
+  Step out;
+  for (int step = 0; step < steps; ++step) {
+    llama.zero_grad();
+    (void)llama.forward(batch.inputs.data() + at, batch.targets.data() + at, rows, batch.T);
+    if (reducer) {
+      reducer->begin();
+      // Each rank's loss is the mean over its rows: 1 / world makes the sum the global mean.
+      llama.backward(1.0f / static_cast<float>(world),
+                     [&](size_t begin, size_t end) { reducer->ready(begin, end); });
+      EXPECT_TRUE(reducer->finish().ok());
+    } else {
+      llama.backward();
+    }
+    out.grads.assign(llama.grads(), llama.grads() + llama.num_params());
+    if (sharded) {
+      EXPECT_TRUE(sharded->update(llama.params(), llama.grads(), 1e-3f).ok());
+    } else {
+      adamw.update(llama.params(), llama.grads(), 1e-3f);
+    }
+  }
   out.params.assign(llama.params(), llama.params() + llama.num_params());
   return out;
 }
@@ -204,6 +219,48 @@ TEST_P(DataParallel, RunsOfTheSameWorldAreBitwiseEqual) {
   }
   ASSERT_EQ(runs[0].size(), runs[1].size());
   EXPECT_EQ(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * sizeof(float)), 0);
+}
+
+TEST_P(DataParallel, ZeroOneShardsAdamWAndEndsWithTheSameParametersBitForBit) {
+  ASSERT_TRUE(kOneThread);
+  const int world = GetParam();
+  auto config = model::LlamaConfig::preset("tiny");
+  ASSERT_TRUE(config.ok());
+  const Batch batch = make_batch(*config);
+  const int rows = kBatch / world;
+  std::vector<float> plain;  // rank 0's parameters with plain AdamW
+  for (bool zero1 : {false, true}) {
+    std::vector<std::vector<float>> params(world);
+    run_ranks(world, [&](comm::Communicator& comm) {
+      params[comm.rank()] =
+          step_on(*config, batch, comm.rank() * rows, rows, &comm, 500, 3, zero1).params;
+    });
+    if (!zero1) {
+      plain = params[0];
+      continue;
+    }
+    for (int r = 0; r < world; ++r) {
+      ASSERT_EQ(params[r].size(), plain.size());
+      EXPECT_EQ(std::memcmp(params[r].data(), plain.data(), plain.size() * sizeof(float)), 0)
+          << "rank " << r << ": ZeRO-1 after 3 steps differs from plain AdamW";
+    }
+  }
+}
+
+TEST(ShardViews, ClipEachTensorToTheShardAndKeepWhetherItDecays) {
+  std::vector<model::ParamView> all = {{"emb", 0, {10, 4}}, {"norm", 40, {4}}, {"w", 44, {4, 4}}};
+  auto views = zero::shard_views(all, 38, 50);
+  ASSERT_EQ(views.size(), 3u);
+  EXPECT_EQ(views[0].name, "emb");
+  EXPECT_EQ(views[0].offset, 0u);
+  EXPECT_EQ(views[0].numel(), 2u);
+  EXPECT_EQ(views[0].shape.size(), 2u) << "a matrix's piece still decays";
+  EXPECT_EQ(views[1].offset, 2u);
+  EXPECT_EQ(views[1].numel(), 4u);
+  EXPECT_EQ(views[1].shape.size(), 1u);
+  EXPECT_EQ(views[2].offset, 6u);
+  EXPECT_EQ(views[2].numel(), 6u);
+  EXPECT_TRUE(zero::shard_views(all, 60, 70).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, DataParallel, testing::Values(1, 2, 3, 4),
