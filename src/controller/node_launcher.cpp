@@ -190,7 +190,7 @@ void NodeLauncher::claim_hosts(const store::ClusterRow& cluster, const spec::Clu
 }
 
 void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
-                                  const spec::ClusterModel& loaded) {
+                                  const spec::ClusterModel& loaded, bool spares) {
   claim_hosts(cluster, loaded);
   // Placed again: the hosts claimed just now are part of this pass's files.
   spec::ClusterModel model = loaded;
@@ -231,6 +231,7 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
       continue;
     }
     const auto* slot = layout.find(r.node_name);
+    if (slot && slot->spare != spares) continue;
     const auto* group = model.spec.find_group(r.group);
     prepare_files();
     if (!slot || !group || !*key) continue;

@@ -45,9 +45,11 @@ class NodeLauncher {
   // with is returned, and no row is added.
   std::optional<std::string> fill_slots(const store::ClusterRow& cluster,
                                         const spec::ClusterLayout& layout);
-  // Launches every Pending instance that is not running yet; adopts one a dead controller
-  // launched; retires one that stopped during creation.
-  void launch_pending(const store::ClusterRow& cluster, const spec::ClusterModel& model);
+  // Launches every Pending instance that is not running yet, of the warm-spare slots or of
+  // the others (spares); adopts one a dead controller launched; retires one that stopped
+  // during creation.
+  void launch_pending(const store::ClusterRow& cluster, const spec::ClusterModel& model,
+                      bool spares);
   // Gives every Pending, not yet launched instance of a group on a host pool a host of its
   // pool; one the pool has none for waits, saying so (an event when it starts waiting).
   void claim_hosts(const store::ClusterRow& cluster, const spec::ClusterModel& model);

@@ -109,7 +109,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
     fail_cluster(cluster, *failure);
     return;
   }
-  launcher_.launch_pending(cluster, *parsed);
+  launcher_.launch_pending(cluster, *parsed, /*spares=*/false);
   // Launching may have placed nodes on hosts: what follows sees them where they are now.
   if (auto placed = load_model(store_, cluster); placed) parsed->layout = std::move(placed->layout);
 
@@ -135,6 +135,10 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   if (recovery_.reconcile(cluster, parsed->spec, layout, view)) wake();
   if (software_updates_.reconcile(cluster, layout, view)) wake();
   auto_resume_.reconcile(cluster, view);
+  // A warm spare's refill is background work: bootstrapping its host over SSH takes a
+  // second or more, which a job waiting above for a swapped-in node must not wait for.
+  launcher_.launch_pending(cluster, *parsed, /*spares=*/true);
+  if (auto placed = load_model(store_, cluster); placed) parsed->layout = std::move(placed->layout);
   // Last: a swapped-in spare, which Slurm already knows by its name and address, is in
   // service above without waiting for every node's copy of the files.
   push_slurm_conf(store_, provider_, cluster, layout);
