@@ -171,21 +171,30 @@ std::map<std::string, double> relative_errors(const model::LlamaConfig& config,
   return out;
 }
 
-class DataParallel : public testing::TestWithParam<int> {};
+// The tiny Llama and its batch, split over GetParam() ranks.
+class DataParallel : public testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(kOneThread);
+    auto preset = model::LlamaConfig::preset("tiny");
+    ASSERT_TRUE(preset.ok());
+    config = *preset;
+    batch = make_batch(config);
+    rows = kBatch / world;
+  }
+  const int world = GetParam();
+  model::LlamaConfig config;
+  Batch batch;
+  int rows = 0;
+};
 
 TEST_P(DataParallel, AStepOfNRanksIsOneProcesssStepOnTheWholeBatch) {
-  ASSERT_TRUE(kOneThread);
-  const int world = GetParam();
-  auto config = model::LlamaConfig::preset("tiny");
-  ASSERT_TRUE(config.ok());
-  const Batch batch = make_batch(*config);
-  const Step reference = step_on(*config, batch, 0, kBatch, nullptr, 0);
+  const Step reference = step_on(config, batch, 0, kBatch, nullptr, 0);
 
   std::vector<Step> ranks(world);
-  const int rows = kBatch / world;
   // Buckets of 500 floats: they split tensors and layers alike.
   run_ranks(world, [&](comm::Communicator& comm) {
-    ranks[comm.rank()] = step_on(*config, batch, comm.rank() * rows, rows, &comm, 500);
+    ranks[comm.rank()] = step_on(config, batch, comm.rank() * rows, rows, &comm, 500);
   });
   for (int r = 0; r < world; ++r) {
     EXPECT_EQ(std::memcmp(ranks[r].params.data(), ranks[0].params.data(),
@@ -193,26 +202,20 @@ TEST_P(DataParallel, AStepOfNRanksIsOneProcesssStepOnTheWholeBatch) {
               0)
         << "rank " << r << "'s parameters differ from rank 0's";
   }
-  for (const auto& [name, err] : relative_errors(*config, ranks[0].grads, reference.grads)) {
+  for (const auto& [name, err] : relative_errors(config, ranks[0].grads, reference.grads)) {
     EXPECT_LE(err, 1e-5) << "gradient of " << name;
   }
-  for (const auto& [name, err] : relative_errors(*config, ranks[0].params, reference.params)) {
+  for (const auto& [name, err] : relative_errors(config, ranks[0].params, reference.params)) {
     EXPECT_LE(err, 1e-5) << "parameter " << name << " after AdamW";
   }
 }
 
 TEST_P(DataParallel, RunsOfTheSameWorldAreBitwiseEqual) {
-  ASSERT_TRUE(kOneThread);
-  const int world = GetParam();
-  auto config = model::LlamaConfig::preset("tiny");
-  ASSERT_TRUE(config.ok());
-  const Batch batch = make_batch(*config);
-  const int rows = kBatch / world;
   std::vector<std::vector<float>> runs;
   for (int run = 0; run < 2; ++run) {
     std::vector<float> params;
     run_ranks(world, [&](comm::Communicator& comm) {
-      Step s = step_on(*config, batch, comm.rank() * rows, rows, &comm, 777);
+      Step s = step_on(config, batch, comm.rank() * rows, rows, &comm, 777);
       if (comm.rank() == 0) params = std::move(s.params);
     });
     runs.push_back(std::move(params));
@@ -222,18 +225,12 @@ TEST_P(DataParallel, RunsOfTheSameWorldAreBitwiseEqual) {
 }
 
 TEST_P(DataParallel, ZeroOneShardsAdamWAndEndsWithTheSameParametersBitForBit) {
-  ASSERT_TRUE(kOneThread);
-  const int world = GetParam();
-  auto config = model::LlamaConfig::preset("tiny");
-  ASSERT_TRUE(config.ok());
-  const Batch batch = make_batch(*config);
-  const int rows = kBatch / world;
   std::vector<float> plain;  // rank 0's parameters with plain AdamW
   for (bool zero1 : {false, true}) {
     std::vector<std::vector<float>> params(world);
     run_ranks(world, [&](comm::Communicator& comm) {
       params[comm.rank()] =
-          step_on(*config, batch, comm.rank() * rows, rows, &comm, 500, 3, zero1).params;
+          step_on(config, batch, comm.rank() * rows, rows, &comm, 500, 3, zero1).params;
     });
     if (!zero1) {
       plain = params[0];
