@@ -74,7 +74,9 @@ struct Options {
 
 // Meets the other world-1 ranks under options.key and connects to each (Gloo's full mesh
 // over TCP). Errors: CommTimeout when a rank does not come within the timeout,
-// InvalidArgument for a rank outside the world or an empty key.
+// InvalidArgument for a rank outside the world or an empty key. The first call makes the
+// process ignore SIGPIPE, so that a write to a dead peer fails the collective (EPIPE)
+// instead of ending the process.
 Result<std::unique_ptr<Communicator>> connect(const Options& options,
                                               std::shared_ptr<RendezvousStore> store);
 

@@ -12,7 +12,9 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
+#include <mutex>
 #include <system_error>
 #include <vector>
 
@@ -164,6 +166,10 @@ Result<std::unique_ptr<Communicator>> connect(const Options& options,
   if (options.key.empty()) return make_error("InvalidArgument", "the rendezvous key is empty");
   auto* gloo_store = dynamic_cast<GlooStore*>(store.get());
   if (!gloo_store) return make_error("InvalidArgument", "not a store of this backend");
+  // A write to a peer that died raises SIGPIPE, whose default ends the process: it must be
+  // the error of the call instead (EPIPE), as the contract says.
+  static std::once_flag sigpipe_ignored;
+  std::call_once(sigpipe_ignored, [] { ::signal(SIGPIPE, SIG_IGN); });
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.address;
