@@ -26,6 +26,17 @@ std::atomic<int> g_rendezvous{0};
 
 // (No test times itself: a hang is what the test's own timeout in CTest would catch.)
 
+// Rank `rank` of `world`, meeting under key, every call bounded by timeout.
+Options options(int rank, int world, const std::string& key,
+                std::chrono::milliseconds timeout = 20s) {
+  Options o;
+  o.rank = rank;
+  o.world = world;
+  o.key = key;
+  o.timeout = timeout;
+  return o;
+}
+
 // Runs body(comm) on `world` ranks, each a thread with its own communicator, met in store
 // under key (default: a fresh in-memory store and key); fails the test for a rank that
 // could not connect.
@@ -36,12 +47,7 @@ void run_ranks(int world, const std::function<void(Communicator&)>& body,
   std::vector<std::thread> ranks;
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
-      Options o;
-      o.rank = r;
-      o.world = world;
-      o.key = key;
-      o.timeout = 20s;
-      auto comm = connect(o, store);
+      auto comm = connect(options(r, world, key), store);
       ASSERT_TRUE(comm.ok()) << key << " rank " << r << ": " << comm.error().message;
       body(**comm);
     });
@@ -91,10 +97,7 @@ TEST(RendezvousKey, NamesJobStepRestartAndTry) {
 
 TEST(Connect, RefusesARankOutsideTheWorldAndAnEmptyKey) {
   auto store = memory_store();
-  Options o;
-  o.rank = 3;
-  o.world = 3;
-  o.key = "k";
+  Options o = options(3, 3, "k");
   auto outside = connect(o, store);
   ASSERT_FALSE(outside.ok());
   EXPECT_EQ(outside.error().code, "InvalidArgument");
@@ -234,12 +237,7 @@ TEST(DeadPeer, ARankThatLeavesMidCollectiveIsAnErrorWithinTheTimeoutNotAHang) {
   std::vector<Status> results(world);
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
-      Options o;
-      o.rank = r;
-      o.world = world;
-      o.key = "dead-peer";
-      o.timeout = 2s;
-      auto comm = connect(o, store);
+      auto comm = connect(options(r, world, "dead-peer", 2s), store);
       ASSERT_TRUE(comm.ok()) << comm.error().message;
       // Every rank is connected before the last one leaves: after the barrier it dies, its
       // communicator and its sockets gone, while the others go on to an all-reduce (or are
@@ -261,12 +259,7 @@ TEST(DeadPeer, ARankThatLeavesMidCollectiveIsAnErrorWithinTheTimeoutNotAHang) {
 
 TEST(DeadPeer, ARankThatNeverComesIsATimeoutOfTheRendezvous) {
   auto store = memory_store();
-  Options o;
-  o.rank = 0;
-  o.world = 2;
-  o.key = "nobody-else";
-  o.timeout = 1s;
-  auto comm = connect(o, store);
+  auto comm = connect(options(0, 2, "nobody-else", 1s), store);
   ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.error().code, "CommTimeout") << comm.error().message << " / " << comm.error().code;
 }
