@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -42,12 +43,19 @@ class Communicator {
 
   // data (count floats) becomes the sum over every rank's data, on every rank.
   virtual Status all_reduce(float* data, std::size_t count) = 0;
-  // out (shard_range(count, world, rank).count floats) becomes this rank's part of the sum
-  // over every rank's in (count floats).
-  virtual Status reduce_scatter(const float* in, std::size_t count, float* out) = 0;
-  // out (count floats) becomes every rank's part, each at its shard_range(count, ...);
-  // shard holds this rank's part.
-  virtual Status all_gather(const float* shard, std::size_t count, float* out) = 0;
+  // out (counts[rank] floats) becomes this rank's part of the sum over every rank's data:
+  // the parts lie back to back in data in rank order (counts[k] floats each, some may be
+  // 0) and sum to data's length. data is the working buffer: after the call it holds
+  // partial sums. Each rank sends (world-1)/world of the bytes, half an all-reduce's.
+  virtual Status reduce_scatter_v(float* data, const std::vector<std::size_t>& counts,
+                                  float* out) = 0;
+  // out (the counts together) becomes every rank's part, back to back in rank order;
+  // shard holds this rank's part (counts[rank] floats, not inside out).
+  virtual Status all_gather_v(const float* shard, const std::vector<std::size_t>& counts,
+                              float* out) = 0;
+  // The same with the parts of shard_range(count, world, k).
+  Status reduce_scatter(float* data, std::size_t count, float* out);
+  Status all_gather(const float* shard, std::size_t count, float* out);
   // data (bytes) becomes root's data on every rank.
   virtual Status broadcast(void* data, std::size_t bytes, int root) = 0;
   // Returns once every rank has called it.

@@ -162,6 +162,73 @@ TEST_P(Collectives, ReduceScatterKeepsEachRanksPartOfTheSum) {
   }
 }
 
+// Parts of any size, empty ones included: what the sharded trainer's units give (a layer
+// smaller than the world, a bucket all of one rank's part).
+std::vector<std::vector<size_t>> uneven_parts(int world) {
+  std::vector<std::vector<size_t>> out;
+  std::vector<size_t> first_only(world, 0), last_only(world, 0), ramp(world, 0);
+  first_only[0] = 5000;
+  last_only[world - 1] = 3;
+  for (int k = 0; k < world; ++k) ramp[k] = static_cast<size_t>(k * 7919 + (k % 2));
+  return {first_only, last_only, ramp, std::vector<size_t>(world, 0)};
+}
+
+TEST_P(Collectives, UnevenPartsReduceAndGatherTheirOwnSpans) {
+  const int world = GetParam();
+  for (const auto& counts : uneven_parts(world)) {
+    size_t count = 0;
+    for (size_t c : counts) count += c;
+    run_ranks(world, [&](Communicator& comm) {
+      const int r = comm.rank();
+      size_t offset = 0;
+      for (int k = 0; k < r; ++k) offset += counts[k];
+      std::vector<float> data(count);
+      for (size_t i = 0; i < count; ++i) data[i] = value(r, i);
+      std::vector<float> part(counts[r] + 1, -7.0f);
+      ASSERT_TRUE(comm.reduce_scatter_v(data.data(), counts, part.data()).ok());
+      for (size_t j = 0; j < counts[r]; ++j) {
+        ASSERT_EQ(part[j], reference_sum(world, offset + j)) << "rank " << r << " element " << j;
+      }
+      EXPECT_EQ(part[counts[r]], -7.0f) << "written past the part";
+
+      std::vector<float> gathered(count, -1.0f);
+      ASSERT_TRUE(comm.all_gather_v(part.data(), counts, gathered.data()).ok());
+      for (size_t i = 0; i < count; ++i) ASSERT_EQ(gathered[i], reference_sum(world, i));
+    });
+  }
+}
+
+TEST_P(Collectives, ReduceScatterIsBitwiseTheSameInEveryRun) {
+  const int world = GetParam();
+  const size_t count = 40009;
+  std::vector<std::vector<float>> runs;
+  for (int run = 0; run < 2; ++run) {
+    std::vector<float> whole(count);
+    run_ranks(world, [&](Communicator& comm) {
+      std::mt19937 gen(99 + comm.rank());
+      std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+      std::vector<float> data(count);
+      for (auto& x : data) x = dist(gen);
+      Range mine = shard_range(count, world, comm.rank());
+      ASSERT_TRUE(comm.reduce_scatter(data.data(), count, whole.data() + mine.offset).ok());
+    });
+    runs.push_back(whole);
+  }
+  EXPECT_EQ(std::memcmp(runs[0].data(), runs[1].data(), count * sizeof(float)), 0);
+}
+
+TEST_P(Collectives, PartsThatDoNotMatchTheWorldAreRefused) {
+  const int world = GetParam();
+  run_ranks(world, [&](Communicator& comm) {
+    std::vector<float> data(8), out(8);
+    std::vector<size_t> wrong(world + 1, 1);
+    auto s = comm.reduce_scatter_v(data.data(), wrong, out.data());
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.error().code, "InvalidArgument");
+    EXPECT_FALSE(comm.all_gather_v(data.data(), wrong, out.data()).ok());
+  });
+}
+
 TEST_P(Collectives, AllGatherPutsEveryPartInItsPlace) {
   const int world = GetParam();
   for (size_t count : {size_t{1}, size_t{7}, size_t{100003}}) {

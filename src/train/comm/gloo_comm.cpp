@@ -24,6 +24,9 @@ namespace endure::comm {
 
 namespace {
 
+// Gloo's own collectives use slot prefixes 0x01 to 0x08 (gloo/types.h).
+constexpr uint8_t kReduceScatterSlotPrefix = 0x10;
+
 class GlooStore : public RendezvousStore {
  public:
   explicit GlooStore(std::unique_ptr<gloo::rendezvous::Store> store) : store_(std::move(store)) {}
@@ -69,28 +72,57 @@ class GlooCommunicator : public Communicator {
     });
   }
 
-  // The sum of the whole buffer, this rank keeping its part: one all-reduce, so that the
-  // parts are the bytes an all-reduce gives (the same order of the sum).
-  Status reduce_scatter(const float* in, std::size_t count, float* out) override {
-    Range mine = shard_range(count, world(), rank());
-    scratch_.assign(in, in + count);
-    if (auto s = all_reduce(scratch_.data(), count); !s) return s;
-    std::copy_n(scratch_.data() + mine.offset, mine.count, out);
+  // A ring: in step s (of world-1) each rank sends the part it summed last to the next rank
+  // and adds the part the previous rank sends it, so that part k has travelled round from
+  // rank k+1 and reaches rank k last, complete. Written here on Gloo's transport because
+  // Gloo's own reduce-scatter (ReduceScatterHalvingDoubling) sets up its buffers per
+  // instance, holds two copies of the whole input, and takes no per-call timeout. The order
+  // of every sum is fixed by the ranks: deterministic for a world.
+  Status reduce_scatter_v(float* data, const std::vector<std::size_t>& counts,
+                          float* out) override {
+    if (auto s = check_counts("reduce-scatter", counts); !s) return s;
+    const int w = world(), r = rank();
+    std::vector<std::size_t> offsets(w, 0);
+    for (int k = 1; k < w; ++k) offsets[k] = offsets[k - 1] + counts[k - 1];
+    const std::size_t total = offsets[w - 1] + counts[w - 1];
+    if (w > 1 && total > 0) {
+      auto status = run("reduce-scatter", [&] {
+        const std::size_t largest = *std::max_element(counts.begin(), counts.end());
+        if (scratch_.size() < largest) scratch_.resize(largest);
+        auto send = context_->createUnboundBuffer(data, total * sizeof(float));
+        auto recv = context_->createUnboundBuffer(scratch_.data(), largest * sizeof(float));
+        const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, next_tag());
+        const int right = (r + 1) % w, left = (r + w - 1) % w;
+        for (int step = 0; step < w - 1; ++step) {
+          const int sending = (r + 2 * w - step - 1) % w, adding = (r + 2 * w - step - 2) % w;
+          if (counts[adding] > 0) recv->recv(left, slot, 0, counts[adding] * sizeof(float));
+          if (counts[sending] > 0) {
+            send->send(right, slot, offsets[sending] * sizeof(float),
+                       counts[sending] * sizeof(float));
+          }
+          if (counts[adding] > 0) recv->waitRecv(timeout_);
+          if (counts[sending] > 0) send->waitSend(timeout_);
+          float* part = data + offsets[adding];
+          for (std::size_t i = 0; i < counts[adding]; ++i) part[i] += scratch_[i];
+        }
+      });
+      if (!status) return status;
+    }
+    std::copy_n(data + offsets[r], counts[r], out);
     return {};
   }
 
-  Status all_gather(const float* shard, std::size_t count, float* out) override {
-    Range mine = shard_range(count, world(), rank());
+  Status all_gather_v(const float* shard, const std::vector<std::size_t>& counts,
+                      float* out) override {
+    if (auto s = check_counts("all-gather", counts); !s) return s;
     if (world() == 1) {
-      std::copy_n(shard, count, out);
+      std::copy_n(shard, counts[0], out);
       return {};
     }
-    std::vector<size_t> counts;
-    for (int r = 0; r < world(); ++r) counts.push_back(shard_range(count, world(), r).count);
     return run("all-gather", [&] {
       gloo::AllgathervOptions opts(context_);
       // Gloo reads its input from a non-const buffer; it does not write it.
-      opts.setInput(const_cast<float*>(shard), mine.count);
+      opts.setInput(const_cast<float*>(shard), counts[rank()]);
       opts.setOutput(out, counts);
       opts.setTag(next_tag());
       opts.setTimeout(timeout_);
@@ -135,6 +167,11 @@ class GlooCommunicator : public Communicator {
     }
   }
   uint32_t next_tag() { return tag_++; }
+  Status check_counts(const char* what, const std::vector<std::size_t>& counts) const {
+    if (counts.size() == static_cast<std::size_t>(world())) return {};
+    return make_error("InvalidArgument", std::string(what) + ": " + std::to_string(counts.size()) +
+                                             " parts for " + std::to_string(world()) + " ranks");
+  }
 
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::chrono::milliseconds timeout_;

@@ -1,5 +1,5 @@
-// The backend-independent parts of endure::comm: how a buffer is split among ranks, and a
-// step's rendezvous key.
+// The backend-independent parts of endure::comm: how a buffer is split among ranks (and the
+// even collectives on top of the uneven ones), and a step's rendezvous key.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -12,6 +12,22 @@ Range shard_range(std::size_t count, int world, int rank) {
   const std::size_t w = static_cast<std::size_t>(world), r = static_cast<std::size_t>(rank);
   const std::size_t base = count / w, extra = count % w;
   return {r * base + std::min(r, extra), base + (r < extra ? 1 : 0)};
+}
+
+namespace {
+std::vector<std::size_t> even_counts(std::size_t count, int world) {
+  std::vector<std::size_t> counts;
+  for (int k = 0; k < world; ++k) counts.push_back(shard_range(count, world, k).count);
+  return counts;
+}
+}  // namespace
+
+Status Communicator::reduce_scatter(float* data, std::size_t count, float* out) {
+  return reduce_scatter_v(data, even_counts(count, world()), out);
+}
+
+Status Communicator::all_gather(const float* shard, std::size_t count, float* out) {
+  return all_gather_v(shard, even_counts(count, world()), out);
 }
 
 Result<std::string> rendezvous_key(const std::map<std::string, std::string>& env) {
