@@ -50,7 +50,8 @@ class Communicator {
   virtual Status reduce_scatter_v(float* data, const std::vector<std::size_t>& counts,
                                   float* out) = 0;
   // out (the counts together) becomes every rank's part, back to back in rank order;
-  // shard holds this rank's part (counts[rank] floats, not inside out).
+  // shard holds this rank's part (counts[rank] floats): elsewhere, or already in its place
+  // in out (in place).
   virtual Status all_gather_v(const float* shard, const std::vector<std::size_t>& counts,
                               float* out) = 0;
   // The same with the parts of shard_range(count, world, k).

@@ -82,6 +82,18 @@ struct ParamView {
   size_t numel() const;
 };
 
+// Called around every use of a unit's parameters by forward() and backward(), for a caller
+// that keeps them sharded among ranks and gathers each unit only while it is used (ZeRO-3):
+// need(u) before the first read of unit u's parameters, done(u) after the last. Units, in
+// buffer order: 0 the embeddings (and a tied head), 1 + l layer l, n_layers + 1 the final
+// norm and an untied head. Forward needs 0, 1 .. n_layers, n_layers + 1 (and 0 again inside
+// it for a tied head); backward needs n_layers + 1 (0 inside it when tied), then n_layers
+// down to 1 (the embeddings' gradient needs no parameters). `backward`: which pass calls.
+struct ParamHooks {
+  std::function<void(int unit, bool backward)> need;
+  std::function<void(int unit, bool backward)> done;
+};
+
 class Llama {
  public:
   // REQUIRES: config valid (checked again here), max_batch > 0. Allocates and touches the
@@ -124,6 +136,9 @@ class Llama {
   // with targets just before; its activations are consumed (one backward per forward).
   void backward(float grad_scale = 1.0f, const GradsReady& ready = {});
   void zero_grad();
+  // Hooks forward() and backward() call from now on (nullptr: none); they must outlive
+  // their use.
+  void set_param_hooks(const ParamHooks* hooks);
 
  private:
   Llama();
@@ -180,6 +195,6 @@ float cosine_lr(int64_t step, int64_t warmup, int64_t total, float max_lr, float
 // Scales grads so their global L2 norm is at most max_norm (PyTorch's clip_grad_norm_:
 // factor max_norm / (norm + 1e-6) when below 1). Returns the norm before clipping. The sum
 // is taken in double over fixed blocks in a fixed order: the same on any thread count.
-float clip_grad_norm(float* grads, size_t n, float max_norm);
+float clip_grad_norm(float* grads, size_t n, float max_norm, Backend* backend = nullptr);
 
 }  // namespace endure::model

@@ -17,43 +17,15 @@
 #include <thread>
 #include <vector>
 
+#include "rank_threads.h"
+
 namespace endure::comm {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::atomic<int> g_rendezvous{0};
-
-// (No test times itself: a hang is what the test's own timeout in CTest would catch.)
-
-// Rank `rank` of `world`, meeting under key, every call bounded by timeout.
-Options options(int rank, int world, const std::string& key,
-                std::chrono::milliseconds timeout = 20s) {
-  Options o;
-  o.rank = rank;
-  o.world = world;
-  o.key = key;
-  o.timeout = timeout;
-  return o;
-}
-
-// Runs body(comm) on `world` ranks, each a thread with its own communicator, met in store
-// under key (default: a fresh in-memory store and key); fails the test for a rank that
-// could not connect.
-void run_ranks(int world, const std::function<void(Communicator&)>& body,
-               std::shared_ptr<RendezvousStore> store = nullptr, std::string key = "") {
-  if (!store) store = memory_store();
-  if (key.empty()) key = "test-" + std::to_string(g_rendezvous++);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r) {
-    ranks.emplace_back([&, r] {
-      auto comm = connect(options(r, world, key), store);
-      ASSERT_TRUE(comm.ok()) << key << " rank " << r << ": " << comm.error().message;
-      body(**comm);
-    });
-  }
-  for (auto& t : ranks) t.join();
-}
+using testing_ranks::options;
+using testing_ranks::run_ranks;
 
 // Values every rank can compute for every rank: small integers, so that any order of the
 // sum gives the exact reference.
@@ -194,6 +166,11 @@ TEST_P(Collectives, UnevenPartsReduceAndGatherTheirOwnSpans) {
       std::vector<float> gathered(count, -1.0f);
       ASSERT_TRUE(comm.all_gather_v(part.data(), counts, gathered.data()).ok());
       for (size_t i = 0; i < count; ++i) ASSERT_EQ(gathered[i], reference_sum(world, i));
+
+      std::vector<float> in_place(count, -1.0f);
+      std::copy_n(part.data(), counts[r], in_place.data() + offset);
+      ASSERT_TRUE(comm.all_gather_v(in_place.data() + offset, counts, in_place.data()).ok());
+      EXPECT_EQ(in_place, gathered) << "in place";
     });
   }
 }

@@ -19,6 +19,8 @@
 
 #include "endure/model.h"
 #include "endure/zero.h"
+#include "rank_threads.h"
+#include "tiny_batch.h"
 #include "train/model/cpu_backend.h"
 
 namespace endure::dp {
@@ -29,26 +31,8 @@ using namespace std::chrono_literals;
 // One thread per rank and per model: OpenMP's own threads would only compete for the cores.
 const bool kOneThread = [] { return ::setenv("OMP_NUM_THREADS", "1", 1) == 0; }();
 
-std::atomic<int> g_rendezvous{0};
-
-void run_ranks(int world, const std::function<void(comm::Communicator&)>& body) {
-  auto store = comm::memory_store();
-  const std::string key = "dp-" + std::to_string(g_rendezvous++);
-  std::vector<std::thread> ranks;
-  for (int r = 0; r < world; ++r) {
-    ranks.emplace_back([&, r] {
-      comm::Options o;
-      o.rank = r;
-      o.world = world;
-      o.key = key;
-      o.timeout = 30s;
-      auto c = comm::connect(o, store);
-      ASSERT_TRUE(c.ok()) << c.error().message;
-      body(**c);
-    });
-  }
-  for (auto& t : ranks) t.join();
-}
+using testing_ranks::run_ranks;
+using namespace testing_tiny;
 
 class Reducer : public testing::TestWithParam<int> {};
 
@@ -85,35 +69,15 @@ INSTANTIATE_TEST_SUITE_P(Worlds, Reducer, testing::Values(1, 2, 3, 4, 5),
 
 // ---- a data-parallel step of the tiny Llama ---------------------------------------------
 
-constexpr int kBatch = 12;  // the global batch: 12 rows split evenly over 1, 2, 3 or 4 ranks
-constexpr uint64_t kSeed = 7;
-
-struct Batch {
-  std::vector<int32_t> inputs, targets;
-  int T = 0;
-};
-
-Batch make_batch(const model::LlamaConfig& config) {
-  Batch b;
-  b.T = config.seq_len;
-  std::mt19937 gen(42);
-  std::uniform_int_distribution<int32_t> token(0, config.vocab_size - 1);
-  for (int i = 0; i < kBatch * b.T; ++i) {
-    b.inputs.push_back(token(gen));
-    b.targets.push_back(token(gen));
-  }
-  return b;
-}
-
 struct Step {
   std::vector<float> grads, params;
 };
 
-// `steps` steps (forward, backward, AdamW, or ZeRO-1's sharded AdamW with zero1) of a model
-// on rows [row, row + rows) of the batch, its gradients summed over the ranks by a reducer
-// when there is a communicator. The gradients kept are the last step's.
+// `steps` steps (forward, backward, AdamW) of a model on rows [row, row + rows) of the
+// batch, its gradients summed over the ranks by a reducer when there is a communicator. The
+// gradients kept are the last step's.
 Step step_on(const model::LlamaConfig& config, const Batch& batch, int row, int rows,
-             comm::Communicator* comm, size_t bucket_floats, int steps = 1, bool zero1 = false) {
+             comm::Communicator* comm, size_t bucket_floats, int steps = 1) {
   // Its own kernels' scratch: the shared CPU backend serves one caller at a time, and the
   // ranks here are threads of one process.
   model::CpuBackend backend;
@@ -124,10 +88,6 @@ Step step_on(const model::LlamaConfig& config, const Batch& batch, int row, int 
   const int world = comm ? comm->world() : 1;
   const size_t at = static_cast<size_t>(row) * batch.T;
   model::AdamW adamw({}, llama.num_params(), llama.named_parameters(), &backend);
-  std::optional<zero::ShardedAdamW> sharded;
-  if (zero1)
-    sharded.emplace(*comm, model::AdamWConfig{}, llama.num_params(), llama.named_parameters(),
-                    &backend);
   std::optional<GradientReducer> reducer;
   if (comm) reducer.emplace(*comm, llama.grads(), llama.num_params(), bucket_floats);
   Step out;
@@ -144,30 +104,9 @@ Step step_on(const model::LlamaConfig& config, const Batch& batch, int row, int 
       llama.backward();
     }
     out.grads.assign(llama.grads(), llama.grads() + llama.num_params());
-    if (sharded) {
-      EXPECT_TRUE(sharded->update(llama.params(), llama.grads(), 1e-3f).ok());
-    } else {
-      adamw.update(llama.params(), llama.grads(), 1e-3f);
-    }
+    adamw.update(llama.params(), llama.grads(), 1e-3f);
   }
   out.params.assign(llama.params(), llama.params() + llama.num_params());
-  return out;
-}
-
-// Per tensor: |a - b| / |b| in the 2-norm.
-std::map<std::string, double> relative_errors(const model::LlamaConfig& config,
-                                              const std::vector<float>& a,
-                                              const std::vector<float>& b) {
-  auto m = model::Llama::create(config, 1);
-  std::map<std::string, double> out;
-  for (const auto& p : (*m)->named_parameters()) {
-    double diff = 0, norm = 0;
-    for (size_t i = p.offset; i < p.offset + p.numel(); ++i) {
-      diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-      norm += double(b[i]) * b[i];
-    }
-    out[p.name] = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
-  }
   return out;
 }
 
@@ -222,26 +161,6 @@ TEST_P(DataParallel, RunsOfTheSameWorldAreBitwiseEqual) {
   }
   ASSERT_EQ(runs[0].size(), runs[1].size());
   EXPECT_EQ(std::memcmp(runs[0].data(), runs[1].data(), runs[0].size() * sizeof(float)), 0);
-}
-
-TEST_P(DataParallel, ZeroOneShardsAdamWAndEndsWithTheSameParametersBitForBit) {
-  std::vector<float> plain;  // rank 0's parameters with plain AdamW
-  for (bool zero1 : {false, true}) {
-    std::vector<std::vector<float>> params(world);
-    run_ranks(world, [&](comm::Communicator& comm) {
-      params[comm.rank()] =
-          step_on(config, batch, comm.rank() * rows, rows, &comm, 500, 3, zero1).params;
-    });
-    if (!zero1) {
-      plain = params[0];
-      continue;
-    }
-    for (int r = 0; r < world; ++r) {
-      ASSERT_EQ(params[r].size(), plain.size());
-      EXPECT_EQ(std::memcmp(params[r].data(), plain.data(), plain.size() * sizeof(float)), 0)
-          << "rank " << r << ": ZeRO-1 after 3 steps differs from plain AdamW";
-    }
-  }
 }
 
 TEST(ShardViews, ClipEachTensorToTheShardAndKeepWhetherItDecays) {

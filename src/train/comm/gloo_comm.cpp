@@ -116,13 +116,16 @@ class GlooCommunicator : public Communicator {
                       float* out) override {
     if (auto s = check_counts("all-gather", counts); !s) return s;
     if (world() == 1) {
-      std::copy_n(shard, counts[0], out);
+      if (shard != out) std::copy_n(shard, counts[0], out);
       return {};
     }
+    std::size_t mine = 0;
+    for (int k = 0; k < rank(); ++k) mine += counts[k];
     return run("all-gather", [&] {
       gloo::AllgathervOptions opts(context_);
+      // Without an input Gloo's gather is in place: this rank's part is already in out.
       // Gloo reads its input from a non-const buffer; it does not write it.
-      opts.setInput(const_cast<float*>(shard), counts[rank()]);
+      if (shard != out + mine) opts.setInput(const_cast<float*>(shard), counts[rank()]);
       opts.setOutput(out, counts);
       opts.setTag(next_tag());
       opts.setTimeout(timeout_);

@@ -29,6 +29,10 @@ class Backend {
   virtual float* alloc(size_t n) = 0;
   virtual void release(float* p) = 0;
   virtual void zero(float* p, size_t n) = 0;
+  // p[0, n) is no longer needed: it reads as zeros after, and the memory under it may be
+  // given back until it is written again (the units a sharded trainer gathers and drops).
+  // Safe beside other threads writing memory just outside the range; uses no thread team.
+  virtual void discard(float* p, size_t n) = 0;
 
   // ---- Embedding: out (N,C) = table[tokens] (V,C) ----
   virtual void embedding_forward(float* out, const int32_t* tokens, const float* table, int N,

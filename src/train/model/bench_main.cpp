@@ -34,6 +34,7 @@ class ProfilingBackend final : public Backend {
   int threads() const override { return in_->threads(); }
   float* alloc(size_t n) override { return in_->alloc(n); }
   void release(float* p) override { in_->release(p); }
+  void discard(float* p, size_t n) override { in_->discard(p, n); }
 #define TIMED(label, call) \
   double t0_ = now();      \
   call;                    \

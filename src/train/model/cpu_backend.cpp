@@ -3,6 +3,8 @@
 #include "train/model/cpu_backend.h"
 
 #include <cblas.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -27,6 +29,20 @@ float* CpuBackend::alloc(size_t n) {
 }
 
 void CpuBackend::release(float* p) { std::free(p); }
+
+void CpuBackend::discard(float* p, size_t n) {
+  // The whole pages inside the range go back to the kernel (they read as zeros after);
+  // the pieces of pages at its edges, shared with what lies beside, are zeroed by hand.
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p), end = begin + n * sizeof(float);
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (first < last && madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED) == 0) {
+    std::memset(p, 0, first - begin);
+    std::memset(reinterpret_cast<void*>(last), 0, end - last);
+  } else {
+    std::memset(p, 0, n * sizeof(float));
+  }
+}
 
 void CpuBackend::zero(float* p, size_t n) {
 #pragma omp parallel

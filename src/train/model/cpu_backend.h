@@ -19,6 +19,7 @@ class CpuBackend final : public Backend {
 
   float* alloc(size_t n) override;
   void release(float* p) override;
+  void discard(float* p, size_t n) override;
   void zero(float* p, size_t n) override;
 
   void embedding_forward(float* out, const int32_t* tokens, const float* table, int N,

@@ -77,6 +77,14 @@ struct Llama::Impl {
   std::vector<int32_t> inputs, targets;  // the last forward's tokens
   int B = 0, T = 0, count = 0;
   bool ready_for_backward = false;
+  const ParamHooks* hooks = nullptr;
+
+  void need(int unit, bool backward) const {
+    if (hooks && hooks->need) hooks->need(unit, backward);
+  }
+  void done(int unit, bool backward) const {
+    if (hooks && hooks->done) hooks->done(unit, backward);
+  }
 
   ~Impl() {
     if (be) {
@@ -265,6 +273,7 @@ const LlamaConfig& Llama::config() const { return impl_->cfg; }
 int Llama::max_batch() const { return impl_->max_batch; }
 
 void Llama::zero_grad() { impl_->be->zero(impl_->grads, impl_->n_params); }
+void Llama::set_param_hooks(const ParamHooks* hooks) { impl_->hooks = hooks; }
 
 float Llama::forward(const int32_t* inputs, const int32_t* targets, int B, int T) {
   Impl& I = *impl_;
@@ -281,8 +290,13 @@ float Llama::forward(const int32_t* inputs, const int32_t* targets, int B, int T
   Backend& be = *I.be;
   const AttentionShape s = I.shape(B, T);
 
+  const int last = I.L + 1;  // the unit of the final norm (and an untied head)
+  const bool tied = I.cfg.tie_embeddings;
+  I.need(0, false);
   be.embedding_forward(I.acts[0].x_in, I.inputs.data(), I.w.tok_embeddings, N, C);
+  I.done(0, false);
   for (int l = 0; l < I.L; l++) {
+    I.need(1 + l, false);
     LayerActs& a = I.acts[l];
     const LayerWeights& lw = I.w.layers[l];
     float* x_next = l + 1 < I.L ? I.acts[l + 1].x_in : I.x_out;
@@ -297,10 +311,15 @@ float Llama::forward(const int32_t* inputs, const int32_t* targets, int B, int T
     be.swiglu_forward(a.g, a.h13, N, I.Hf);
     be.matmul_forward(I.tmp, a.g, lw.w2, N, I.Hf, C);
     be.add(x_next, a.x_mid, I.tmp, (size_t)N * C);
+    I.done(1 + l, false);
   }
+  I.need(last, false);
   be.rmsnorm_forward(I.lnf, I.rstdf, I.x_out, I.w.norm, N, C, I.cfg.norm_eps);
+  if (tied) I.need(0, false);
   double total = be.classifier_forward(I.logits, I.losses, I.lnf, I.w.head, I.targets.data(), N, C,
                                        I.V, &I.count);
+  if (tied) I.done(0, false);
+  I.done(last, false);
   I.ready_for_backward = true;
   return I.count > 0 ? (float)(total / I.count) : 0.f;
 }
@@ -324,13 +343,20 @@ void Llama::backward(float grad_scale, const GradsReady& ready) {
   Backend& be = *I.be;
   const AttentionShape s = I.shape(I.B, I.T);
 
+  const int last = I.L + 1;
+  const bool tied = I.cfg.tie_embeddings;
+  I.need(last, true);
+  if (tied) I.need(0, true);
   be.classifier_backward(I.dln, I.dw.head, I.logits, I.lnf, I.w.head, N, C, I.V,
                          grad_scale / I.count);
+  if (tied) I.done(0, true);
   be.zero(I.dx, (size_t)N * C);
   be.rmsnorm_backward(I.dx, I.dw.norm, I.dln, I.x_out, I.w.norm, I.rstdf, N, C);
+  I.done(last, true);
   // A tied head's gradient is the embedding's, which is final only at the end.
   final_down_to(at(I.dw.norm));
   for (int l = I.L - 1; l >= 0; l--) {
+    I.need(1 + l, true);
     LayerActs& a = I.acts[l];
     const LayerWeights& lw = I.w.layers[l];
     const LayerWeights& dlw = I.dw.layers[l];
@@ -345,6 +371,7 @@ void Llama::backward(float grad_scale, const GradsReady& ready) {
     be.rope_backward(I.dqkv, I.rope_cos, I.rope_sin, s);
     be.matmul_backward(I.dln, dlw.wqkv, I.dqkv, a.ln1, lw.wqkv, N, C, I.qkv_ld);
     be.rmsnorm_backward(I.dx, dlw.attention_norm, I.dln, a.x_in, lw.attention_norm, a.rstd1, N, C);
+    I.done(1 + l, true);
     final_down_to(at(dlw.attention_norm));
   }
   be.embedding_backward(I.dw.tok_embeddings, I.inputs.data(), I.dx, N, C, I.V);

@@ -15,8 +15,8 @@ float cosine_lr(int64_t step, int64_t warmup, int64_t total, float max_lr, float
   return (float)(min_lr + coeff * (max_lr - min_lr));
 }
 
-float clip_grad_norm(float* grads, size_t n, float max_norm) {
-  Backend* be = cpu_backend();
+float clip_grad_norm(float* grads, size_t n, float max_norm, Backend* backend) {
+  Backend* be = backend ? backend : cpu_backend();
   const float norm = (float)std::sqrt(be->sum_squares(grads, n));
   const float factor = max_norm / (norm + 1e-6f);
   if (factor < 1.0f) be->scale(grads, n, factor);
