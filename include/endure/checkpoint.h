@@ -130,6 +130,10 @@ class Checkpointer {
   // checkpoint that verifies; a damaged or incomplete one is skipped with a logged reason.
   Result<Loaded> load(int64_t step = -1) const;
 
+  // Another rank's buffers, as load() reads this rank's: what a restore onto another world
+  // size reads to reshard.
+  Result<Loaded> load_rank(int64_t step, int rank) const;
+
   // Restores this rank's buffers of `step` (the newest that verifies when step < 0)
   // straight into the caller's memory, verifying every chunk on the way: no copy, no
   // allocation. Every saved buffer must be given, by name, with its saved size. On an

@@ -585,9 +585,13 @@ std::vector<MutableBuffer> allocate(const json& shard, std::map<std::string, std
 
 }  // namespace
 
-Result<Loaded> Checkpointer::load(int64_t step) const {
+Result<Loaded> Checkpointer::load(int64_t step) const { return load_rank(step, options_.rank); }
+
+Result<Loaded> Checkpointer::load_rank(int64_t step, int rank) const {
+  Options o = options_;
+  o.rank = rank;
   Loaded out;
-  auto info = restore(options_, step, [&](const json& shard) -> Result<std::vector<MutableBuffer>> {
+  auto info = restore(o, step, [&](const json& shard) -> Result<std::vector<MutableBuffer>> {
     out.buffers.clear();
     if (!shard.contains("buffers") || !shard["buffers"].is_array()) return std::vector<MutableBuffer>{};
     return allocate(shard, out.buffers);

@@ -42,7 +42,8 @@ std::string flag_name(std::string key) {
 endure::Status overlay(const CLI::App& app, const std::vector<Flag>& flags, endure::json* target) {
   for (const auto& f : flags) {
     if (app.count(flag_name(f.key)) == 0) continue;
-    endure::json v = f.number ? endure::json::parse(f.value, nullptr, false) : endure::json(f.value);
+    endure::json v =
+        f.number ? endure::json::parse(f.value, nullptr, false) : endure::json(f.value);
     if (f.number && (v.is_discarded() || !v.is_number())) {
       return endure::make_error("ValidationException",
                                 flag_name(f.key) + " \"" + f.value + "\" is not a number");
@@ -56,7 +57,8 @@ endure::Status overlay(const CLI::App& app, const std::vector<Flag>& flags, endu
 endure::Result<endure::json> read_object(const std::string& flag, const std::string& path) {
   auto text = endure::fs::read_file(path);
   if (!text.ok()) {
-    return endure::make_error("ValidationException", flag + " " + path + ": " + text.error().message);
+    return endure::make_error("ValidationException",
+                              flag + " " + path + ": " + text.error().message);
   }
   auto j = endure::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
@@ -78,8 +80,8 @@ int main(int argc, char** argv) {
   }
   // Laid over the model config.
   std::vector<Flag> model_flags = {
-      {"dim", true, {}},     {"n_layers", true, {}},   {"n_heads", true, {}},
-      {"n_kv_heads", true, {}}, {"seq_len", true, {}}, {"hidden_dim", true, {}},
+      {"dim", true, {}},        {"n_layers", true, {}}, {"n_heads", true, {}},
+      {"n_kv_heads", true, {}}, {"seq_len", true, {}},  {"hidden_dim", true, {}},
       {"vocab_size", true, {}},
   };
   app.add_option("--config", config_file, "a JSON file of settings; flags override it");

@@ -24,12 +24,11 @@ Field integer(T TrainConfig::*member, T min, T max = std::numeric_limits<T>::max
             if (!v.is_number_integer()) return invalid("must be an integer");
             // Unsigned JSON numbers (every non-negative literal) compare as unsigned, so
             // a uint64 seed above INT64_MAX is in range.
-            const bool out_of_range =
-                v.is_number_unsigned()
-                    ? v.get<uint64_t>() < static_cast<uint64_t>(min) ||
-                          v.get<uint64_t>() > static_cast<uint64_t>(max)
-                    : v.get<int64_t>() < static_cast<int64_t>(min) ||
-                          v.get<int64_t>() > static_cast<int64_t>(max);
+            const bool out_of_range = v.is_number_unsigned()
+                                          ? v.get<uint64_t>() < static_cast<uint64_t>(min) ||
+                                                v.get<uint64_t>() > static_cast<uint64_t>(max)
+                                          : v.get<int64_t>() < static_cast<int64_t>(min) ||
+                                                v.get<int64_t>() > static_cast<int64_t>(max);
             if (out_of_range) {
               return invalid("must be in [" + std::to_string(min) + ", " + std::to_string(max) +
                              "], got " + v.dump());
@@ -96,6 +95,11 @@ const std::map<std::string, Field>& fields() {
       {"ckpt_local", path(&TrainConfig::ckpt_local)},
       {"ckpt_memory", path(&TrainConfig::ckpt_memory)},
       {"log", path(&TrainConfig::log)},
+      {"zero", integer(&TrainConfig::zero, 0, 3)},
+      {"global_batch", integer(&TrainConfig::global_batch, 0, 1 << 24)},
+      {"bucket_mb", number(&TrainConfig::bucket_mb, 0.001f, 4096)},
+      {"rendezvous", path(&TrainConfig::rendezvous)},
+      {"comm_timeout", number(&TrainConfig::comm_timeout, 1, 86400)},
   };
   return table;
 }

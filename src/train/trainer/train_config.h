@@ -6,7 +6,8 @@
 //    "warmup": 100, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "threads": 0,
 //    "eval_every": 100, "eval_batches": 8,
 //    "ckpt_dir": "DIR", "ckpt_every": 100, "keep_last": 3, "keep_every": 0,
-//    "ckpt_local": "", "ckpt_memory": "", "log": ""}
+//    "ckpt_local": "", "ckpt_memory": "", "log": "",
+//    "zero": 0, "global_batch": 0, "bucket_mb": 8, "rendezvous": "", "comm_timeout": 120}
 #pragma once
 
 #include <cstdint>
@@ -32,9 +33,9 @@ struct TrainConfig {
   float min_lr = 5e-5f;
   int64_t warmup = 100;
   float weight_decay = 0.1f;
-  float clip = 1.0f;  // 0: no clipping
-  uint64_t seed = 0;  // the weights' initialisation and the data order
-  int threads = 0;    // OpenMP threads; 0: OpenMP's default (OMP_NUM_THREADS or every core)
+  float clip = 1.0f;         // 0: no clipping
+  uint64_t seed = 0;         // the weights' initialisation and the data order
+  int threads = 0;           // OpenMP threads; 0: OpenMP's default (OMP_NUM_THREADS or every core)
   int64_t eval_every = 100;  // 0: no evaluation
   int eval_batches = 8;
   std::filesystem::path ckpt_dir;  // empty: no checkpoints (and no resume)
@@ -44,6 +45,14 @@ struct TrainConfig {
   std::filesystem::path ckpt_local;   // node-local disk tier (optional)
   std::filesystem::path ckpt_memory;  // memory tier, a tmpfs folder (optional)
   std::filesystem::path log;          // JSON lines appended here as well as to stdout
+  // Across ranks (srun's tasks: SLURM_PROCID of SLURM_NTASKS). global_batch: sequences per
+  // optimizer step over every rank, kept on any world size through micro-batches of
+  // `batch` (0: batch x grad_accum x world).
+  int zero = 0;  // 0 plain data parallel, 1..3 the ZeRO stage (include/endure/zero.h)
+  int global_batch = 0;
+  float bucket_mb = 8;               // stages 0, 1: gradient all-reduce buckets
+  std::filesystem::path rendezvous;  // a folder every rank sees; "": ckpt_dir/rendezvous
+  float comm_timeout = 120;          // seconds: a rank gone longer fails the step
 
   // Every key above; unknown keys and wrong types fail with "ValidationException" naming
   // the key, as does any rule broken (positive sizes, warmup < steps, min_lr <= lr, ...).

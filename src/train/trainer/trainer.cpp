@@ -1,18 +1,22 @@
 #include "train/trainer/trainer.h"
 
 #include <omp.h>
+#include <sys/resource.h>
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <optional>
 
 #include "endure/checkpoint.h"
 #include "endure/data.h"
 #include "endure/model.h"
+#include "endure/zero.h"
+#include "train/trainer/ranks.h"
+#include "train/trainer/sharded_checkpoint.h"
 
 namespace endure::train {
 namespace {
@@ -20,8 +24,7 @@ namespace {
 Error invalid(const std::string& message) { return make_error("ValidationException", message); }
 
 double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // The model config with its vocabulary taken from the data unless the config sets one.
@@ -39,9 +42,12 @@ Result<model::LlamaConfig> resolve_model(const json& model_json, int data_vocab)
 }
 
 // The loader of one split, sized by the model's sequence length.
-Result<std::unique_ptr<data::TokenLoader>> open_split(const TrainConfig& c, const std::string& split,
-                                                      int seq_len) {
+Result<std::unique_ptr<data::TokenLoader>> open_split(const TrainConfig& c,
+                                                      const std::string& split, int seq_len,
+                                                      const Ranks& ranks) {
   data::LoaderOptions o;
+  o.rank = ranks.rank;
+  o.world = ranks.world;
   o.dir = c.data;
   o.split = split;
   o.batch = c.batch;
@@ -57,6 +63,32 @@ Result<std::unique_ptr<data::TokenLoader>> open_split(const TrainConfig& c, cons
   return loader;
 }
 
+// Micro-batches per step: grad_accum, or what keeps global_batch on this world size.
+Result<int> micro_batches(const TrainConfig& c, int world) {
+  if (c.global_batch == 0) return c.grad_accum;
+  if (c.grad_accum != 1) {
+    return invalid("grad_accum " + std::to_string(c.grad_accum) +
+                   " and global_batch both set: global_batch makes the micro-batches itself");
+  }
+  if (c.global_batch % world != 0) {
+    return invalid("global_batch " + std::to_string(c.global_batch) + " does not divide among " +
+                   std::to_string(world) + " ranks (SLURM_NTASKS)");
+  }
+  const int per_rank = c.global_batch / world;
+  if (per_rank % c.batch != 0) {
+    return invalid("global_batch " + std::to_string(c.global_batch) + " gives each of " +
+                   std::to_string(world) + " ranks " + std::to_string(per_rank) +
+                   " sequences a step: not a multiple of batch " + std::to_string(c.batch));
+  }
+  return per_rank / c.batch;
+}
+
+int64_t peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
 }  // namespace
 
 struct Trainer::Impl {
@@ -65,8 +97,12 @@ struct Trainer::Impl {
   std::unique_ptr<data::TokenLoader> train, val;
   data::LoaderPosition val_start;
   std::unique_ptr<model::Llama> model;
-  std::unique_ptr<model::AdamW> adam;
+  Ranks ranks;
+  int micro = 1;  // micro-batches per step on each rank
+  std::unique_ptr<comm::Communicator> comm;
+  std::unique_ptr<zero::Engine> engine;
   std::unique_ptr<ckpt::Checkpointer> ckpt;
+  std::optional<ckpt::CheckpointInfo> latest;  // the newest checkpoint, checked at open
   std::vector<int32_t> inputs, targets;
   int64_t step = 0;         // optimizer steps done
   int64_t saved_step = -1;  // the step of the newest checkpoint saved or restored
@@ -79,7 +115,9 @@ struct Trainer::Impl {
     if (log) std::fclose(log);
   }
 
+  // Rank 0 speaks for the job.
   void emit(const json& line) {
+    if (ranks.rank != 0) return;
     const std::string text = line.dump() + "\n";
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
@@ -91,30 +129,37 @@ struct Trainer::Impl {
 
   int seq_len() const { return model_config.seq_len; }
 
+  int global_batch() const { return config.batch * micro * ranks.world; }
+
   json checkpoint_user() const {
     return json{{"step", step},
-                {"adam_step", adam->step},
+                {"adam_step", engine->adam_step()},
                 {"loader", train->position().to_json()},
                 {"model", model_config.to_json()},
                 {"threads", threads},
-                {"seed", config.seed}};
+                {"seed", config.seed},
+                {"zero", config.zero},
+                {"global_batch", global_batch()},
+                {"layout", layout_json(engine->layout())}};
   }
 
-  // What a checkpoint holds besides its metadata: saved from and restored into the same
-  // memory, each buffer the parameter buffer's size.
-  std::vector<ckpt::MutableBuffer> checkpoint_state() {
-    const size_t n = model->num_params() * sizeof(float);
-    return {{"params", model->params(), n}, {"adam.m", adam->m(), n}, {"adam.v", adam->v(), n}};
+  // The mean of a value over the ranks (each rank's loss is the mean of its rows).
+  Result<float> mean_over_ranks(float value) {
+    if (auto s = comm->all_reduce(&value, 1); !s) return s.error();
+    return value / static_cast<float>(ranks.world);
   }
 
+  Status check_checkpoint();
   Status restore();
   Result<float> train_step();
-  float evaluate();
+  Result<float> evaluate();
   Status save_checkpoint();
 };
 
-Status Trainer::Impl::restore() {
-  auto latest = ckpt->latest();
+// Before any rank meets the others: the newest checkpoint must be of this model and this
+// data, or the run is refused with nothing written.
+Status Trainer::Impl::check_checkpoint() {
+  latest = ckpt->latest();
   if (!latest) return Status::Ok();
   const json& user = latest->user;
   if (!user.contains("model") || user["model"] != model_config.to_json()) {
@@ -122,71 +167,94 @@ Status Trainer::Impl::restore() {
                    std::to_string(latest->step) + " of another model (" +
                    user.value("model", json()).dump() + "): give a new ckpt_dir");
   }
-  auto loaded = ckpt->load_into(-1, checkpoint_state());
-  if (!loaded.ok()) {
-    return make_error(loaded.error().code, "restoring from " + config.ckpt_dir.string() + ": " +
-                                               loaded.error().message);
-  }
-  const json& u = loaded->user;
-  auto position = data::LoaderPosition::from_json(u.at("loader"));
-  if (!position.ok()) return position.error();
+  auto position = data::LoaderPosition::from_json(user.value("loader", json()));
+  if (!position.ok())
+    return invalid("ckpt_dir step " + std::to_string(latest->step) + ": " +
+                   position.error().message);
   if (auto s = train->restore(*position); !s.ok()) {
     return invalid("ckpt_dir " + config.ckpt_dir.string() + " step " +
-                   std::to_string(loaded->step) + " was made on other data: " +
-                   s.error().message);
+                   std::to_string(latest->step) + " was made on other data: " + s.error().message);
   }
-  adam->step = u.at("adam_step").get<int64_t>();
-  step = loaded->step;
-  saved_step = loaded->step;
-  resumed_from = loaded->step;
-  resumed_tier = loaded->tiers.empty() ? "" : loaded->tiers.front();
+  return Status::Ok();
+}
+
+// Every rank restores rank 0's newest step, resharded when another world size saved it.
+Status Trainer::Impl::restore() {
+  int64_t agreed = latest ? latest->step : -1;
+  if (auto s = comm->broadcast(&agreed, sizeof agreed, 0); !s) return s;
+  if (agreed != (latest ? latest->step : -1)) {
+    return make_error("CorruptCheckpoint", "rank " + std::to_string(ranks.rank) + " sees step " +
+                                               std::to_string(latest ? latest->step : -1) +
+                                               " as the newest checkpoint in " +
+                                               config.ckpt_dir.string() + " and rank 0 step " +
+                                               std::to_string(agreed));
+  }
+  if (!latest) return Status::Ok();
+  if (auto s = restore_state(*ckpt, *latest, ranks.rank, *engine); !s) {
+    return make_error(s.error().code,
+                      "restoring from " + config.ckpt_dir.string() + ": " + s.error().message);
+  }
+  const json& u = latest->user;
+  step = latest->step;
+  saved_step = latest->step;
+  resumed_from = latest->step;
+  resumed_tier = latest->tiers.empty() ? "" : latest->tiers.front();
   if (u.value("threads", threads) != threads) {
     emit({{"warning", "the checkpoint was made with " + std::to_string(u.value("threads", 0)) +
                           " threads and this run has " + std::to_string(threads) +
                           ": results are deterministic for one thread count, so they will "
                           "differ in the last bits from a run that kept its threads"}});
   }
+  if (u.value("layout", json()).value("world", ranks.world) != ranks.world ||
+      u.value("zero", config.zero) != config.zero) {
+    emit({{"resharded", true},
+          {"from_world", u["layout"]["world"]},
+          {"from_zero", u.value("zero", 0)},
+          {"world", ranks.world},
+          {"zero", config.zero}});
+  }
   return Status::Ok();
 }
 
 Result<float> Trainer::Impl::train_step() {
   const int B = config.batch, T = seq_len();
-  model->zero_grad();
+  const float scale = 1.0f / static_cast<float>(micro * ranks.world);
   double loss = 0;
-  for (int micro = 0; micro < config.grad_accum; ++micro) {
+  for (int k = 0; k < micro; ++k) {
     train->next(inputs.data(), targets.data());
-    const float l = model->forward(inputs.data(), targets.data(), B, T);
-    if (!std::isfinite(l)) {
-      return make_error("Internal", "the loss is " + std::to_string(l) + " at step " +
+    auto l = engine->micro_batch(inputs.data(), targets.data(), B, T, scale, k == micro - 1);
+    if (!l.ok()) return l.error();
+    if (!std::isfinite(*l)) {
+      return make_error("Internal", "the loss is " + std::to_string(*l) + " at step " +
                                         std::to_string(step + 1) + ", micro-batch " +
-                                        std::to_string(micro));
+                                        std::to_string(k) + " of rank " +
+                                        std::to_string(ranks.rank));
     }
-    loss += l;
-    model->backward(1.0f / static_cast<float>(config.grad_accum));
+    loss += *l;
   }
-  return static_cast<float>(loss / config.grad_accum);
+  return mean_over_ranks(static_cast<float>(loss / micro));
 }
 
-// The mean loss over the first eval_batches batches of the val split: the same batches
-// every time, so evaluations compare.
-float Trainer::Impl::evaluate() {
+// The mean loss over the first eval_batches batches of the val split (each rank its rows of
+// them): the same batches every time, so evaluations compare.
+Result<float> Trainer::Impl::evaluate() {
   (void)val->restore(val_start);  // the loader's own position: never refused
   double sum = 0;
   for (int i = 0; i < config.eval_batches; ++i) {
     val->next(inputs.data(), targets.data());
-    sum += model->forward(inputs.data(), targets.data(), config.batch, seq_len());
+    auto l = engine->forward(inputs.data(), targets.data(), config.batch, seq_len());
+    if (!l.ok()) return l.error();
+    sum += *l;
   }
-  return static_cast<float>(sum / config.eval_batches);
+  return mean_over_ranks(static_cast<float>(sum / config.eval_batches));
 }
 
 // Saves the current step unless it is saved already, and logs the stall: how long training
 // waited for the copy.
 Status Trainer::Impl::save_checkpoint() {
   if (saved_step == step) return Status::Ok();
-  std::vector<ckpt::Buffer> buffers;
-  for (const auto& b : checkpoint_state()) buffers.push_back({b.name, b.data, b.size});
   const double t0 = now_seconds();
-  if (auto s = ckpt->save(step, buffers, checkpoint_user()); !s.ok()) return s;
+  if (auto s = ckpt->save(step, state_buffers(*engine), checkpoint_user()); !s.ok()) return s;
   saved_step = step;
   emit({{"checkpoint", step}, {"stall_ms", (now_seconds() - t0) * 1e3}});
   return Status::Ok();
@@ -200,20 +268,32 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
   impl->config = config;
   if (config.threads > 0) omp_set_num_threads(config.threads);
   impl->threads = omp_get_max_threads();
+  auto ranks = ranks_from(environment());
+  if (!ranks.ok()) return ranks.error();
+  impl->ranks = *ranks;
+  auto micro = micro_batches(config, ranks->world);
+  if (!micro.ok()) return micro.error();
+  impl->micro = *micro;
+  std::filesystem::path rendezvous = config.rendezvous;
+  if (rendezvous.empty() && !config.ckpt_dir.empty()) rendezvous = config.ckpt_dir / "rendezvous";
+  if (ranks->world > 1 && rendezvous.empty()) {
+    return invalid("rendezvous: " + std::to_string(ranks->world) +
+                   " ranks meet in a folder they all see: give ckpt_dir or rendezvous");
+  }
 
   // The model's sequence length sizes the loader, whose data gives the vocabulary.
   json probe = config.model;
   if (!probe.contains("vocab_size") && !probe.contains("preset")) probe["vocab_size"] = 32000;
   auto shape = model::LlamaConfig::from_json(probe);
   if (!shape.ok()) return invalid("model: " + shape.error().message);
-  auto train = open_split(config, "train", shape->seq_len);
+  auto train = open_split(config, "train", shape->seq_len, *ranks);
   if (!train.ok()) return train.error();
   impl->train = std::move(*train);
   auto cfg = resolve_model(config.model, impl->train->vocab_size());
   if (!cfg.ok()) return cfg.error();
   impl->model_config = *cfg;
   if (config.eval_every > 0) {
-    auto val = open_split(config, "val", cfg->seq_len);
+    auto val = open_split(config, "val", cfg->seq_len, *ranks);
     if (!val.ok()) {
       return make_error(val.error().code, val.error().message +
                                               " (evaluation reads the val split; eval_every 0 "
@@ -222,29 +302,11 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
     impl->val = std::move(*val);
     impl->val_start = impl->val->position();
   }
-
-  auto model = model::Llama::create(*cfg, config.batch);
-  if (!model.ok()) return model.error();
-  impl->model = std::move(*model);
-  impl->model->init(config.seed);
-  model::AdamWConfig adam;
-  adam.lr = config.lr;
-  adam.weight_decay = config.weight_decay;
-  impl->adam = std::make_unique<model::AdamW>(adam, impl->model->num_params(),
-                                              impl->model->named_parameters());
-  impl->inputs.resize(static_cast<size_t>(config.batch) * cfg->seq_len);
-  impl->targets.resize(impl->inputs.size());
-
-  if (!config.log.empty()) {
-    impl->log = std::fopen(config.log.c_str(), "a");
-    if (!impl->log) {
-      return invalid("log " + config.log.string() + " cannot be opened for appending: " +
-                     std::strerror(errno));
-    }
-  }
   if (!config.ckpt_dir.empty()) {
     ckpt::Options o;
     o.dir = config.ckpt_dir;
+    o.rank = ranks->rank;
+    o.world = ranks->world;
     o.keep_last = config.keep_last;
     o.keep_every = config.keep_every;
     o.local_dir = config.ckpt_local;
@@ -252,11 +314,43 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
     auto ckpt = ckpt::Checkpointer::open(o);
     if (!ckpt.ok()) return make_error(ckpt.error().code, "ckpt_dir: " + ckpt.error().message);
     impl->ckpt = std::move(*ckpt);
+    if (auto s = impl->check_checkpoint(); !s.ok()) return s.error();
+  }
+
+  auto model = model::Llama::create(*cfg, config.batch);
+  if (!model.ok()) return model.error();
+  impl->model = std::move(*model);
+  impl->model->init(config.seed);
+  impl->inputs.resize(static_cast<size_t>(config.batch) * cfg->seq_len);
+  impl->targets.resize(impl->inputs.size());
+
+  // Checked and ready: now the ranks meet.
+  auto comm =
+      connect_ranks(*ranks, rendezvous,
+                    std::chrono::milliseconds(static_cast<int64_t>(config.comm_timeout * 1e3)));
+  if (!comm.ok()) return comm.error();
+  impl->comm = std::move(*comm);
+  zero::EngineOptions eo;
+  eo.stage = config.zero;
+  eo.bucket_floats = static_cast<size_t>(config.bucket_mb * (1 << 20) / sizeof(float));
+  eo.adam.lr = config.lr;
+  eo.adam.weight_decay = config.weight_decay;
+  auto engine = zero::Engine::create(*impl->comm, *impl->model, eo);
+  if (!engine.ok()) return engine.error();
+  impl->engine = std::move(*engine);
+  if (impl->ckpt) {
     if (auto s = impl->restore(); !s.ok()) return s.error();
     // The staging memory is made ready now, not in the first checkpoint's stall.
     size_t bytes = 0;
-    for (const auto& b : impl->checkpoint_state()) bytes += b.size;
+    for (const auto& b : state_buffers(*impl->engine)) bytes += b.size;
     impl->ckpt->reserve(bytes);
+  }
+  if (!config.log.empty() && ranks->rank == 0) {
+    impl->log = std::fopen(config.log.c_str(), "a");
+    if (!impl->log) {
+      return invalid("log " + config.log.string() +
+                     " cannot be opened for appending: " + std::strerror(errno));
+    }
   }
   return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
 }
@@ -264,8 +358,7 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
 Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
   Impl& t = *impl_;
   const TrainConfig& c = t.config;
-  const int64_t tokens_per_step =
-      static_cast<int64_t>(c.batch) * c.grad_accum * t.seq_len();
+  const int64_t tokens_per_step = static_cast<int64_t>(t.global_batch()) * t.seq_len();
   const char* resume_count = std::getenv("ENDURE_AUTO_RESUME_COUNT");
   const char* resume_reason = std::getenv("ENDURE_AUTO_RESUME_REASON");
   const char* restart_count = std::getenv("SLURM_RESTART_COUNT");  // a requeued job
@@ -279,6 +372,10 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
           {"params", t.model_config.num_parameters()},
           {"flops_per_token", t.model_config.flops_per_token()},
           {"threads", t.threads},
+          {"world", t.ranks.world},
+          {"zero", c.zero},
+          {"global_batch", t.global_batch()},
+          {"micro_batches", t.micro},
           {"tokens_per_step", tokens_per_step},
           {"train_tokens", t.train->tokens()},
           {"model", t.model_config.to_json()}});
@@ -286,9 +383,14 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
   RunSummary summary;
   const double start = now_seconds();
   int64_t tokens = 0;
-  double step_seconds = 0;
+  double step_seconds = 0, comm_seconds = 0, exposed_seconds = 0;
   while (t.step < c.steps) {
-    if (stop && stop->load()) {
+    // Every rank stops at the same step: a stop request anywhere counts for all.
+    float stopping = stop && stop->load() ? 1.0f : 0.0f;
+    if (t.ranks.world > 1) {
+      if (auto s = t.comm->all_reduce(&stopping, 1); !s) return s.error();
+    }
+    if (stopping > 0) {
       summary.stopped = true;
       break;
     }
@@ -297,22 +399,29 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
     auto loss = t.train_step();
     if (!loss.ok()) return loss.error();
     const float max_norm = c.clip > 0 ? c.clip : std::numeric_limits<float>::infinity();
-    const float norm = model::clip_grad_norm(t.model->grads(), t.model->num_params(), max_norm);
-    t.adam->update(t.model->params(), t.model->grads(), lr);
+    auto norm = t.engine->clip(max_norm);
+    if (!norm.ok()) return norm.error();
+    if (auto s = t.engine->update(lr); !s.ok()) return s.error();
     ++t.step;
     const double dt = now_seconds() - t0;
     tokens += tokens_per_step;
     step_seconds += dt;
+    comm_seconds += t.engine->comm_seconds();
+    exposed_seconds += t.engine->exposed_seconds();
     t.emit({{"step", t.step},
             {"loss", *loss},
             {"lr", lr},
-            {"grad_norm", norm},
+            {"grad_norm", *norm},
             {"step_ms", dt * 1e3},
             {"tokens_per_s", tokens_per_step / dt},
+            {"comm_ms", t.engine->comm_seconds() * 1e3},
+            {"comm_exposed_ms", t.engine->exposed_seconds() * 1e3},
             {"elapsed_s", now_seconds() - start}});
 
     if (t.val && (t.step % c.eval_every == 0 || t.step == c.steps)) {
-      t.emit({{"eval", true}, {"step", t.step}, {"val_loss", t.evaluate()}});
+      auto val_loss = t.evaluate();
+      if (!val_loss.ok()) return val_loss.error();
+      t.emit({{"eval", true}, {"step", t.step}, {"val_loss", *val_loss}});
     }
     if (t.ckpt && (t.step % c.ckpt_every == 0 || t.step == c.steps)) {
       if (auto s = t.save_checkpoint(); !s.ok()) return s.error();
@@ -331,7 +440,11 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
   t.emit({{summary.stopped ? "stopped" : "done", true},
           {"final_step", t.step},
           {"seconds", now_seconds() - start},
-          {"tokens_per_s", step_seconds > 0 ? tokens / step_seconds : 0.0}});
+          {"tokens_per_s", step_seconds > 0 ? tokens / step_seconds : 0.0},
+          {"comm_s", comm_seconds},
+          {"comm_exposed_s", exposed_seconds},
+          {"state_bytes", t.engine->state_bytes()},
+          {"peak_rss_bytes", peak_rss_bytes()}});
   return summary;
 }
 

@@ -1,0 +1,27 @@
+// The trainer's checkpoints of a sharded run: each rank saves its parts of every unit
+// (zero::Engine::state()) through the checkpoint engine, and a restore onto another world
+// size or ZeRO stage reads each of its new parts from the old parts that cover it.
+#pragma once
+
+#include <vector>
+
+#include "common/json.h"
+#include "common/result.h"
+#include "endure/checkpoint.h"
+#include "endure/zero.h"
+
+namespace endure::train {
+
+// This rank's parts, as the checkpoint engine saves them.
+std::vector<ckpt::Buffer> state_buffers(zero::Engine& engine);
+
+// What a checkpoint's metadata says of its layout: {"world": N, "units": [floats, ...]}.
+json layout_json(const zero::Layout& layout);
+
+// Restores rank `rank`'s parts of `info` (a step every rank restores) into the engine,
+// resharding when another world size saved it, and then the engine's whole buffers.
+// "ValidationException" when the checkpoint's units are not this model's.
+Status restore_state(const ckpt::Checkpointer& ckpt, const ckpt::CheckpointInfo& info, int rank,
+                     zero::Engine& engine);
+
+}  // namespace endure::train
