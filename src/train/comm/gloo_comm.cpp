@@ -36,6 +36,24 @@ class GlooStore : public RendezvousStore {
   std::unique_ptr<gloo::rendezvous::Store> store_;
 };
 
+// Gloo's FileStore, safe for the connect() of ranks that are threads of one process (tests):
+// its set() appends each key's path to a vector of the store with no lock, and two ranks
+// setting their addresses at once corrupt the heap. Only set() writes the store's memory;
+// get() and wait() poll the folder and stay outside the lock, so that a rank waiting for a
+// peer's key never holds what the peer needs. Ranks in processes of their own each have a
+// store and never shared one.
+class ThreadSafeFileStore : public gloo::rendezvous::FileStore {
+ public:
+  using FileStore::FileStore;
+  void set(const std::string& key, const std::vector<char>& data) override {
+    std::lock_guard<std::mutex> lock(set_mutex_);
+    FileStore::set(key, data);
+  }
+
+ private:
+  std::mutex set_mutex_;
+};
+
 // What Gloo threw, as endure's error: a timeout, or a peer that went away.
 Error gloo_error(const std::string& what, const std::exception& e) {
   std::string message = e.what();
@@ -189,7 +207,7 @@ Result<std::shared_ptr<RendezvousStore>> file_store(const std::filesystem::path&
   std::filesystem::create_directories(dir, ec);
   if (ec) return make_error("IOError", "rendezvous folder " + dir.string() + ": " + ec.message());
   return std::shared_ptr<RendezvousStore>(
-      std::make_shared<GlooStore>(std::make_unique<gloo::rendezvous::FileStore>(dir.string())));
+      std::make_shared<GlooStore>(std::make_unique<ThreadSafeFileStore>(dir.string())));
 }
 
 std::shared_ptr<RendezvousStore> memory_store() {
