@@ -41,8 +41,8 @@ class GradientReducer {
   Status finish();
 
   std::size_t buckets() const { return bounds_.size(); }
-  // Seconds the reducer's thread spent in collectives during the last step, and how many
-  // of them came after backward had finished (not hidden behind it).
+  // Seconds the reducer's thread spent in collectives during the last step, and how long
+  // finish() waited for them after backward (what was not hidden behind it).
   double comm_seconds() const { return comm_seconds_; }
   double exposed_seconds() const { return exposed_seconds_; }
 

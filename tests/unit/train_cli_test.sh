@@ -82,4 +82,25 @@ expect_error "eval_every 0 turns it off" "${small[@]}" --seq-len 100000 "${bad[@
 expect_error "--bogus" "${small[@]}" --bogus 1 "${bad[@]}"
 expect_error "--steps" "${small[@]}" "${bad[@]}" --steps
 expect_error "not expected: resume" resume "${small[@]}" "${bad[@]}"
+# Across ranks (srun's environment): a world that does not divide the global batch, a
+# global batch that does not split into micro-batches, a ZeRO stage out of range.
+SLURM_JOB_ID=5 SLURM_PROCID=0 SLURM_NTASKS=3 expect_error \
+  "global_batch 8 does not divide among 3 ranks (SLURM_NTASKS)" \
+  "${small[@]}" --global-batch 8 "${bad[@]}"
+expect_error "each of 1 ranks 12 sequences a step: not a multiple of batch 5" \
+  "${small[@]}" --global-batch 12 --batch 5 "${bad[@]}"
+expect_error "zero must be in [0, 3], got 4" "${small[@]}" --zero 4 "${bad[@]}"
+SLURM_JOB_ID=5 SLURM_PROCID=3 SLURM_NTASKS=2 expect_error \
+  "SLURM_PROCID 3 is not below SLURM_NTASKS 2" "${small[@]}" "${bad[@]}"
+
+# A checkpoint of another model or of other data: refused before anything is written (no
+# log, no new checkpoint, no rendezvous).
+"$data_bin" prepare --input "$tmp/s.jsonl" --vocab-size 380 --out "$tmp/d2" --seed 6 >/dev/null
+before=$(find "$tmp/ck" | sort | md5sum)
+expect_error "holds step 16 of another model" "${small[@]}" --dim 64 --ckpt-dir "$tmp/ck" \
+  --log "$tmp/refused.log"
+expect_error "was made on other data" --data "$tmp/d2" --model tiny --seq-len 32 --batch 2 \
+  --threads 1 --warmup 2 --vocab-size 400 --ckpt-dir "$tmp/ck" --log "$tmp/refused.log"
+[ "$(find "$tmp/ck" | sort | md5sum)" = "$before" ] || fail "a refused run changed ckpt_dir"
+[ ! -e "$tmp/refused.log" ] || fail "a refused run made its log"
 echo "train_cli: ok"

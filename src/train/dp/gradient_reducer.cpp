@@ -49,11 +49,15 @@ void GradientReducer::ready(std::size_t begin, std::size_t end) {
 }
 
 Status GradientReducer::finish() {
+  // Exposed: how long backward's end waits for the buckets still to reduce.
+  const auto start = std::chrono::steady_clock::now();
   ready(0, n_);
   std::unique_lock lock(mu_);
   finishing_ = true;
   cv_.notify_all();
   cv_.wait(lock, [&] { return done_ == bounds_.size(); });
+  exposed_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return error_;
 }
 
@@ -65,7 +69,6 @@ void GradientReducer::loop() {
     if (stop_) return;
     std::size_t k = queue_.front();
     queue_.pop_front();
-    bool exposed = finishing_;
     bool failed = !error_.ok();
     lock.unlock();
     auto start = Clock::now();
@@ -78,7 +81,6 @@ void GradientReducer::loop() {
     lock.lock();
     if (!s && error_.ok()) error_ = s;
     comm_seconds_ += took;
-    if (exposed || finishing_) exposed_seconds_ += took;
     ++done_;
     cv_.notify_all();
   }
