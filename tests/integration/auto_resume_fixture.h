@@ -39,6 +39,20 @@ class AutoResume : public ClusterFixture {
     std::filesystem::copy_file(source_dir() / "tests/integration/jobs/units.py", fsx_ / "units.py");
   }
 
+  // A small corpus and its tokens on /fsx/data, for endure-train's jobs.
+  void prepare_training_data() {
+    const std::string data_bin = (bin_dir() / "endure-data").string();
+    ASSERT_EQ(std::system((data_bin + " sample --out " + (fsx_ / "s.jsonl").string() +
+                           " --bytes 300k --seed 2 >/dev/null")
+                              .c_str()),
+              0);
+    ASSERT_EQ(
+        std::system((data_bin + " prepare --input " + (fsx_ / "s.jsonl").string() +
+                     " --vocab-size 512 --out " + (fsx_ / "data").string() + " --seed 2 >/dev/null")
+                        .c_str()),
+        0);
+  }
+
   // Writes `script` to /fsx/<file> and submits it from the controller; returns the job's
   // id (0 when sbatch refused it).
   long long submit_script(const std::string& file, const std::string& script) {

@@ -82,22 +82,14 @@ class LlamaAutoResume : public AutoResume {
   // at step 25 and waits for the job's end. Fills starts_ and checks the losses.
   void run_through_a_crash(int nodes, const std::string& node) {
     start(2);
-    const std::string data_bin = (bin_dir() / "endure-data").string();
-    ASSERT_EQ(std::system((data_bin + " sample --out " + (fsx_ / "s.jsonl").string() +
-                           " --bytes 300k --seed 2 >/dev/null")
-                              .c_str()),
-              0);
-    ASSERT_EQ(
-        std::system((data_bin + " prepare --input " + (fsx_ / "s.jsonl").string() +
-                     " --vocab-size 512 --out " + (fsx_ / "data").string() + " --seed 2 >/dev/null")
-                        .c_str()),
-        0);
+    ASSERT_NO_FATAL_FAILURE(prepare_training_data());
     const std::string n = std::to_string(nodes);
     job_ = submit_script(
         "train.sbatch",
         "#!/bin/bash\n#SBATCH -N" + n +
             " --output=/fsx/train-%j.out --open-mode=append\n"
-            "srun --auto-resume=1 -N1 " + (node.empty() ? "" : "-w " + node) +
+            "srun --auto-resume=1 -N1 " +
+            (node.empty() ? "" : "-w " + node) +
             " /opt/endure/bin/endure-train "
             "--data /fsx/data --model tiny "
             "--dim 128 --n-heads 4 --n-kv-heads 4 --seq-len 128 --batch 8 --threads 1 --steps 400 "

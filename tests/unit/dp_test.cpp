@@ -28,9 +28,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// One thread per rank and per model: OpenMP's own threads would only compete for the cores.
-const bool kOneThread = [] { return ::setenv("OMP_NUM_THREADS", "1", 1) == 0; }();
-
 using testing_ranks::run_ranks;
 using namespace testing_tiny;
 
@@ -111,19 +108,12 @@ Step step_on(const model::LlamaConfig& config, const Batch& batch, int row, int 
 }
 
 // The tiny Llama and its batch, split over GetParam() ranks.
-class DataParallel : public testing::TestWithParam<int> {
+class DataParallel : public TinyRanks {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(kOneThread);
-    auto preset = model::LlamaConfig::preset("tiny");
-    ASSERT_TRUE(preset.ok());
-    config = *preset;
-    batch = make_batch(config);
+    TinyRanks::SetUp();
     rows = kBatch / world;
   }
-  const int world = GetParam();
-  model::LlamaConfig config;
-  Batch batch;
   int rows = 0;
 };
 

@@ -1,6 +1,9 @@
-// The tiny Llama's test batch, split over ranks by the data-parallel tests, and how two
-// parameter buffers compare tensor by tensor.
+// The tiny Llama's test batch, split over ranks by the data-parallel tests, their fixture,
+// and how two parameter buffers compare tensor by tensor.
 #pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cmath>
 #include <cstdint>
@@ -49,5 +52,23 @@ inline std::map<std::string, double> relative_errors(const model::LlamaConfig& c
   }
   return out;
 }
+
+// One thread per rank and per model: OpenMP's own threads would only compete for the cores.
+inline const bool kOneThread = [] { return ::setenv("OMP_NUM_THREADS", "1", 1) == 0; }();
+
+// The tiny Llama and its batch, for GetParam() ranks.
+class TinyRanks : public testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(kOneThread);
+    auto preset = model::LlamaConfig::preset("tiny");
+    ASSERT_TRUE(preset.ok());
+    config = *preset;
+    batch = make_batch(config);
+  }
+  const int world = GetParam();
+  model::LlamaConfig config;
+  Batch batch;
+};
 
 }  // namespace endure::testing_tiny

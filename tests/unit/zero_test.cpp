@@ -25,8 +25,6 @@ namespace {
 using testing_ranks::run_ranks;
 using namespace testing_tiny;
 
-// One thread per rank and per model: OpenMP's own threads would only compete for the cores.
-const bool kOneThread = [] { return ::setenv("OMP_NUM_THREADS", "1", 1) == 0; }();
 constexpr float kNoClip = std::numeric_limits<float>::infinity();
 
 TEST(ModelUnits, AreTheEmbeddingsEachLayerAndTheRestInBufferOrder) {
@@ -168,15 +166,8 @@ bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-class Stages : public testing::TestWithParam<int> {
+class Stages : public TinyRanks {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(kOneThread);
-    auto preset = model::LlamaConfig::preset("tiny");
-    ASSERT_TRUE(preset.ok());
-    config = *preset;
-    batch = make_batch(config);
-  }
   Plan plan(int stage, int steps = 1) const {
     Plan p;
     p.world = world;
@@ -184,9 +175,6 @@ class Stages : public testing::TestWithParam<int> {
     p.steps = steps;
     return p;
   }
-  const int world = GetParam();
-  model::LlamaConfig config;
-  Batch batch;
 };
 
 TEST_P(Stages, EveryStageMatchesOneProcessOnTheWholeBatch) {
