@@ -169,7 +169,7 @@ TEST(ShardViews, ClipEachTensorToTheShardAndKeepWhetherItDecays) {
   EXPECT_TRUE(zero::shard_views(all, 60, 70).empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, DataParallel, testing::Values(1, 2, 3, 4),
+INSTANTIATE_TEST_SUITE_P(Worlds, DataParallel, testing::Values(1, 2, 3, 4, 5),
                          [](const testing::TestParamInfo<int>& p) {
                            return "world" + std::to_string(p.param);
                          });

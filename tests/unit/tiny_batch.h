@@ -16,7 +16,7 @@
 
 namespace endure::testing_tiny {
 
-constexpr int kBatch = 12;  // the global batch: 12 rows split evenly over 1, 2, 3 or 4 ranks
+constexpr int kBatch = 60;  // the global batch: 60 rows split evenly over 1 to 5 ranks
 constexpr uint64_t kSeed = 7;
 
 struct Batch {

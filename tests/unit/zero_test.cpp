@@ -230,7 +230,7 @@ TEST_P(Stages, EachStageHoldsLessThanTheOneBefore) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, Stages, testing::Values(1, 2, 3, 4),
+INSTANTIATE_TEST_SUITE_P(Worlds, Stages, testing::Values(1, 2, 3, 4, 5),
                          [](const testing::TestParamInfo<int>& p) {
                            return "world" + std::to_string(p.param);
                          });
@@ -281,7 +281,7 @@ TEST_P(Reshard, ThereAndBackIsACopyBitForBit) {
   EXPECT_EQ(returned.parts, saved.parts) << "each rank's parts, by name";
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, Reshard, testing::Values(1, 2, 3, 4),
+INSTANTIATE_TEST_SUITE_P(Worlds, Reshard, testing::Values(1, 2, 3, 4, 5),
                          [](const testing::TestParamInfo<int>& p) {
                            return "world" + std::to_string(p.param);
                          });
