@@ -5,9 +5,12 @@
 //
 // Forks N ranks (processes) that meet through a Gloo file store in a fresh folder under
 // /tmp, on 127.0.0.1. For each size from 4 KiB to --max-bytes (x4), each rank times K
-// all-reduces of both kinds, alternating, after two of each to warm up. Rank 0 prints one
-// JSON line per size: bytes, the median seconds of each, and the bus bandwidth of each
-// (bytes * 2 (N-1) / N / seconds, in GB/s). Exit status 0, or 1 when a rank failed.
+// all-reduces of both kinds in pairs (which goes first alternating), after two pairs to warm
+// up. Rank 0 prints one JSON line per size: bytes, the median seconds of each, the bus
+// bandwidth of each (bytes * 2 (N-1) / N / seconds, in GB/s), and the median over the pairs
+// of plain Gloo's time over endure's (paired_ratio: endure's bandwidth as a fraction of
+// Gloo's, robust to the slow moments of ranks that share cores). Exit status 0, or 1 when a
+// rank failed.
 #include <gloo/allreduce.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
@@ -75,24 +78,34 @@ int run_rank(int rank, int ranks, const std::string& dir, int iters, size_t max_
     size_t n = bytes / sizeof(float);
     std::vector<float> data(n, 1.0f);
     std::vector<double> ours, theirs;
+    std::vector<double> paired;  // plain Gloo's time over endure's, one pair at a time
     for (int i = 0; i < iters + 2; ++i) {
-      auto t0 = Clock::now();
-      if (!(*comm)->all_reduce(data.data(), n).ok()) return 1;
-      auto t1 = Clock::now();
-      gloo_allreduce(data.data(), n);
-      auto t2 = Clock::now();
-      std::fill(data.begin(), data.end(), 1.0f);  // no overflow to inf across iterations
+      // Each pair runs back to back, and which goes first alternates: on a machine whose
+      // ranks share cores, a slow moment then touches both sides of a pair alike.
+      double times[2];
+      for (int k = 0; k < 2; ++k) {
+        const bool endure_turn = (k == 0) == (i % 2 == 0);
+        auto t0 = Clock::now();
+        if (endure_turn) {
+          if (!(*comm)->all_reduce(data.data(), n).ok()) return 1;
+        } else {
+          gloo_allreduce(data.data(), n);
+        }
+        times[endure_turn ? 0 : 1] = std::chrono::duration<double>(Clock::now() - t0).count();
+        std::fill(data.begin(), data.end(), 1.0f);  // no overflow to inf across iterations
+      }
       if (i < 2) continue;
-      ours.push_back(std::chrono::duration<double>(t1 - t0).count());
-      theirs.push_back(std::chrono::duration<double>(t2 - t1).count());
+      ours.push_back(times[0]);
+      theirs.push_back(times[1]);
+      paired.push_back(times[1] / times[0]);
     }
     if (rank == 0) {
       double a = median(ours), b = median(theirs);
       double factor = 2.0 * (ranks - 1) / ranks;
       std::printf(
           "{\"ranks\":%d,\"bytes\":%zu,\"endure_s\":%.6g,\"gloo_s\":%.6g,"
-          "\"endure_busbw_gbs\":%.4g,\"gloo_busbw_gbs\":%.4g}\n",
-          ranks, bytes, a, b, bytes * factor / a / 1e9, bytes * factor / b / 1e9);
+          "\"endure_busbw_gbs\":%.4g,\"gloo_busbw_gbs\":%.4g,\"paired_ratio\":%.4g}\n",
+          ranks, bytes, a, b, bytes * factor / a / 1e9, bytes * factor / b / 1e9, median(paired));
       std::fflush(stdout);
     }
   }

@@ -64,7 +64,7 @@ if [ "$SMOKE" = 1 ]; then
   RANKS=(2) MAX=$((256 << 10)) ITERS=3 COMM_TIMEOUT=60
   SAMPLE=256K VOCABS=(512) ROWS=(--smoke --steps 4 --steps4 4 --skip 2 --timeout 30)
 else
-  RANKS=(2 4) MAX=$((64 << 20)) ITERS=20 COMM_TIMEOUT=300
+  RANKS=(2 4) MAX=$((64 << 20)) ITERS=30 COMM_TIMEOUT=300
   # The model's vocabulary is stories15M's 32000 whatever the data's (the ids' values do
   # not change a step's work); the biggest the corpus accepts, 32000 if it can.
   SAMPLE=2M VOCABS=(32000 8000 2048)
