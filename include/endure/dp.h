@@ -8,17 +8,16 @@
 // each all-reduce are fixed for a world size, so a run is bitwise deterministic.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
-#include <deque>
-#include <mutex>
-#include <thread>
+#include <memory>
 #include <vector>
 
 #include "common/result.h"
 #include "endure/comm.h"
 
 namespace endure::dp {
+
+class CommQueue;  // src/train/dp/comm_queue.h
 
 class GradientReducer {
  public:
@@ -43,29 +42,17 @@ class GradientReducer {
   std::size_t buckets() const { return bounds_.size(); }
   // Seconds the reducer's thread spent in collectives during the last step, and how long
   // finish() waited for them after backward (what was not hidden behind it).
-  double comm_seconds() const { return comm_seconds_; }
-  double exposed_seconds() const { return exposed_seconds_; }
+  double comm_seconds() const;
+  double exposed_seconds() const;
 
  private:
-  void loop();
-
   comm::Communicator& comm_;
   float* grads_;
   std::size_t n_;
   std::vector<std::pair<std::size_t, std::size_t>> bounds_;  // bucket k: from the end
   std::size_t next_bucket_ = 0;                              // the next to hand over
   std::size_t final_from_ = 0;                               // [final_from_, n) is final
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::size_t> queue_;
-  std::size_t done_ = 0;
-  bool finishing_ = false;
-  bool stop_ = false;
-  Status error_;
-  double comm_seconds_ = 0;
-  double exposed_seconds_ = 0;
-  std::thread thread_;
+  std::unique_ptr<CommQueue> queue_;                         // the buckets' all-reduces
 };
 
 }  // namespace endure::dp

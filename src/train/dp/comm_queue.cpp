@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-namespace endure::zero {
+namespace endure::dp {
 
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -37,8 +37,9 @@ Status CommQueue::wait(uint64_t ticket) {
   return error_;
 }
 
-void CommQueue::reset_stats() {
+void CommQueue::begin_step() {
   std::lock_guard lock(mu_);
+  error_ = {};
   busy_ = waited_ = 0;
 }
 
@@ -72,4 +73,4 @@ void CommQueue::loop() {
   }
 }
 
-}  // namespace endure::zero
+}  // namespace endure::dp

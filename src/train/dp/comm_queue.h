@@ -1,5 +1,6 @@
 // A thread that runs a rank's collectives one after another, in the order they were pushed,
 // while the model computes: the same order on every rank, so the ranks' collectives match.
+// The gradient reducer's buckets and the ZeRO engine's units both go through one.
 #pragma once
 
 #include <condition_variable>
@@ -11,7 +12,7 @@
 
 #include "common/result.h"
 
-namespace endure::zero {
+namespace endure::dp {
 
 class CommQueue {
  public:
@@ -28,8 +29,9 @@ class CommQueue {
   Status wait(uint64_t ticket);
   Status drain() { return wait(pushed_); }
 
-  // Since the last reset: seconds in tasks, and seconds callers waited in wait().
-  void reset_stats();
+  // A new step, nothing queued: forgets the last step's error and figures.
+  void begin_step();
+  // Since begin_step(): seconds in tasks, and seconds callers waited in wait().
   double busy_seconds() const;
   double waited_seconds() const;
 
@@ -46,4 +48,4 @@ class CommQueue {
   std::thread thread_;
 };
 
-}  // namespace endure::zero
+}  // namespace endure::dp

@@ -70,7 +70,7 @@ struct Engine::Impl {
   std::vector<float> param_shard;                    // stage 3
   std::vector<float> scratch;                        // the queue's: a part to accumulate
   std::optional<dp::GradientReducer> reducer;        // stages 0, 1
-  CommQueue queue;
+  dp::CommQueue queue;
 
   bool in_step = false;
   bool first_micro = true;       // stages 2, 3: the step's first reduce-scatter assigns
@@ -89,7 +89,7 @@ struct Engine::Impl {
   }
 
   void begin_step() {
-    queue.reset_stats();
+    queue.begin_step();
     if (options.stage <= 1) model.zero_grad();
     first_micro = true;
     training = true;
@@ -118,6 +118,14 @@ struct Engine::Impl {
         return s;
       });
     }
+  }
+
+  // base's unit u made whole from every rank's part of it, each already in its place.
+  uint64_t gather_in_place(float* base, std::size_t u) {
+    return queue.push([this, base, u] {
+      return comm.all_gather_v(base + part(u).offset, layout.counts(u),
+                               base + layout.unit(u).offset);
+    });
   }
 
   uint64_t gather_params(std::size_t u) {
@@ -282,12 +290,7 @@ Status Engine::update(float lr) {
       const float* g = stage == 1 ? I.grads + p.offset : I.grad_shard.data() + I.packed_at[u];
       I.parts[u]->update(I.param_part(u), g, lr);
       // Stages 1 and 2 gather each unit's new parameters while the next unit updates.
-      if (stage <= 2) {
-        I.queue.push([&I, u, p] {
-          return I.comm.all_gather_v(I.params + p.offset, I.layout.counts(u),
-                                     I.params + I.layout.unit(u).offset);
-        });
-      }
+      if (stage <= 2) I.gather_in_place(I.params, u);
     }
   }
   Status s = I.queue.drain();
@@ -337,12 +340,7 @@ Status Engine::restored(int64_t adam_step) {
     whole.push_back(I.full->v());
   }
   for (float* base : whole) {
-    for (std::size_t u = 0; u < I.layout.units(); ++u) {
-      I.queue.push([&I, base, u] {
-        return I.comm.all_gather_v(base + I.part(u).offset, I.layout.counts(u),
-                                   base + I.layout.unit(u).offset);
-      });
-    }
+    for (std::size_t u = 0; u < I.layout.units(); ++u) I.gather_in_place(base, u);
   }
   return I.queue.drain();
 }
