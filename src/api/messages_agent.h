@@ -50,10 +50,14 @@ struct AgentHeartbeatRequest {
   static constexpr const char* kName = "AgentHeartbeatRequest";
   std::string instance_id;
   std::vector<Finding> findings;  // of the latest continuous health-check round
+  // The node's gauges of that round ({"load1": 0.5, "mem_available_bytes": ...}): what
+  // endured's /metrics shows per node.
+  json metrics = json::object();
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kInstanceId, s.instance_id);
     v(field::kFindings, s.findings);
+    v(field::kMetrics, s.metrics);
   }
   json to_json() const;
   static Result<AgentHeartbeatRequest> from_json(const json& in);

@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <chrono>
+
 #include "api/wire.h"
 #include "common/ids.h"
 #include "common/log.h"
@@ -43,34 +45,14 @@ void ApiServer::serve(httplib::Server& server, bool agents_only) {
   server.Post(R"(/v1/([A-Za-z]+))", [this, agents_only](const httplib::Request& req,
                                                         httplib::Response& res) {
     std::string action = req.matches[1];
-    bool agent_call = action.rfind("Agent", 0) == 0;
-    bool auto_resume_call = action.rfind("AutoResume", 0) == 0;
-    if (agents_only && !agent_call && !auto_resume_call) {
-      return reply_error(res, make_error(api::kUnauthorized,
-                                         action + ": the operator API is served on loopback only"));
+    const auto t0 = std::chrono::steady_clock::now();
+    handle(action, req, res, agents_only);
+    if (extras_.observe) {
+      extras_.observe(action, res.status,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
-    std::string token = bearer(req);
-    // Authentication comes before parsing: a caller without a token learns nothing.
-    bool operator_ok = ids::same_secret(token, token_);
-    if (!agent_call && !auto_resume_call && !operator_ok) {
-      return reply_error(res, make_error(api::kUnauthorized, "missing or invalid token"));
-    }
-    json request = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
-    if (request.is_discarded()) {
-      return reply_error(res, make_error(api::kValidationException, "request: is not valid JSON"));
-    }
-    std::string instance_id = req.get_header_value(api::kInstanceIdHeader);
-    if (instance_id.empty() && request.is_object()) instance_id = request.value("InstanceId", "");
-    Result<json> result = agent_call ? router_.handle_agent(action, instance_id, token, request)
-                          : auto_resume_call
-                              ? router_.handle_auto_resume(action, token, operator_ok, request)
-                              : router_.handle(action, request);
-    if (!result) {
-      if (!agent_call) log::info("{}: {}: {}", action, result.error().code, result.error().message);
-      return reply_error(res, result.error());
-    }
-    reply(res, 200, *result);
   });
+  if (!agents_only) serve_extras(server);
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {
       reply(
@@ -78,6 +60,63 @@ void ApiServer::serve(httplib::Server& server, bool agents_only) {
           {{"__type", "HTTP" + std::to_string(res.status)}, {"message", "use POST /v1/<Action>"}});
     }
   });
+}
+
+void ApiServer::serve_extras(httplib::Server& server) {
+  server.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    if (!extras_.metrics) {
+      res.status = 404;
+      return;
+    }
+    res.set_content(extras_.metrics(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  server.Get(
+      "/", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/console/"); });
+  server.Get(R"(/console/(.*))", [this](const httplib::Request& req, httplib::Response& res) {
+    std::string path = req.matches[1];
+    if (path.empty()) path = "index.html";
+    std::string body, type;
+    if (!extras_.console_file || !extras_.console_file(path, body, type)) {
+      res.status = 404;
+      return;
+    }
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_header("Content-Security-Policy",
+                   "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'");
+    res.set_content(body, type);
+  });
+}
+
+void ApiServer::handle(const std::string& action, const httplib::Request& req,
+                       httplib::Response& res, bool agents_only) {
+  bool agent_call = action.rfind("Agent", 0) == 0;
+  bool auto_resume_call = action.rfind("AutoResume", 0) == 0;
+  if (agents_only && !agent_call && !auto_resume_call) {
+    return reply_error(res, make_error(api::kUnauthorized,
+                                       action + ": the operator API is served on loopback only"));
+  }
+  std::string token = bearer(req);
+  // Authentication comes before parsing: a caller without a token learns nothing.
+  bool operator_ok = ids::same_secret(token, token_);
+  if (!agent_call && !auto_resume_call && !operator_ok) {
+    return reply_error(res, make_error(api::kUnauthorized, "missing or invalid token"));
+  }
+  json request = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+  if (request.is_discarded()) {
+    return reply_error(res, make_error(api::kValidationException, "request: is not valid JSON"));
+  }
+  std::string instance_id = req.get_header_value(api::kInstanceIdHeader);
+  if (instance_id.empty() && request.is_object()) instance_id = request.value("InstanceId", "");
+  Result<json> result = agent_call ? router_.handle_agent(action, instance_id, token, request)
+                        : auto_resume_call
+                            ? router_.handle_auto_resume(action, token, operator_ok, request)
+                            : router_.handle(action, request);
+  if (!result) {
+    if (!agent_call) log::info("{}: {}: {}", action, result.error().code, result.error().message);
+    return reply_error(res, result.error());
+  }
+  reply(res, 200, *result);
 }
 
 Status ApiServer::start(int port) {

@@ -1,6 +1,7 @@
 // endured's HTTP front: authenticates each request and hands it to the ApiRouter.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -10,9 +11,23 @@
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace endure::controller {
+
+// What the loopback server serves besides the API, set before start().
+struct HttpExtras {
+  // GET /metrics: Prometheus' text format (loopback only, no token, as Prometheus expects).
+  std::function<std::string()> metrics;
+  // Told of every API call: its action, HTTP status and seconds taken.
+  std::function<void(const std::string& action, int status, double seconds)> observe;
+  // GET /console/<path>: a file of the web console (false: none of that name). The
+  // console's pages hold no data; they read it through the API with the operator's token.
+  std::function<bool(const std::string& path, std::string& body, std::string& content_type)>
+      console_file;
+};
 
 class ApiServer {
  public:
@@ -21,6 +36,7 @@ class ApiServer {
 
   // Binds 127.0.0.1:port (loopback only) and serves on a thread of its own.
   Status start(int port);
+  void set_extras(HttpExtras extras) { extras_ = std::move(extras); }
   // Also serves agents and auto-resume supervisors on other machines: every address of
   // this machine at port, over TLS only (cert_file signed by endured's CA). Operator
   // actions are refused there: the operator API stays on loopback.
@@ -29,9 +45,13 @@ class ApiServer {
 
  private:
   void serve(httplib::Server& server, bool agents_only);
+  void serve_extras(httplib::Server& server);
+  void handle(const std::string& action, const httplib::Request& req, httplib::Response& res,
+              bool agents_only);
 
   ApiRouter& router_;
   std::string token_;
+  HttpExtras extras_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::unique_ptr<httplib::Server> tls_server_;
