@@ -9,10 +9,11 @@
 #     paper's arithmetic; the fraction of communication hidden behind backward
 #     (bench/dp/train_rows.py runs these rows and prints the report).
 #
-#   bash bench/dp/run.sh            # about 9 minutes on 2 cores
+#   bash bench/dp/run.sh            # about 12 minutes on 2 cores
 #   bash bench/dp/run.sh --smoke    # the tiny model, 1 and 2 ranks, a few steps: a check
 #
-# Env: BIN (default build/bin); STEPS (steps a training row at 1 and 2 ranks, default 12),
+# Env: BIN (default build/bin); SWEEPS (the comm sweeps, each size's row their median,
+# default 3); STEPS (steps a training row at 1 and 2 ranks, default 12),
 # STEPS4 (at 4 ranks, default 8), SKIP (first steps not timed, default 2). Progress on
 # stderr; stdout gets the tables and, as its very last line, one JSON object with every
 # figure. Targets (README.md): endure >= 90 % of plain Gloo's bus bandwidth at every size
@@ -61,20 +62,23 @@ bounded() {
 }
 
 if [ "$SMOKE" = 1 ]; then
-  RANKS=(2) MAX=$((256 << 10)) ITERS=3 COMM_TIMEOUT=60
+  RANKS=(2) MAX=$((256 << 10)) ITERS=3 COMM_TIMEOUT=60 SWEEPS=1
   SAMPLE=256K VOCABS=(512) ROWS=(--smoke --steps 4 --steps4 4 --skip 2 --timeout 30)
 else
-  RANKS=(2 4) MAX=$((64 << 20)) ITERS=30 COMM_TIMEOUT=300
+  RANKS=(2 4) MAX=$((64 << 20)) ITERS=30 COMM_TIMEOUT=300 SWEEPS=${SWEEPS:-3}
   # The model's vocabulary is stories15M's 32000 whatever the data's (the ids' values do
   # not change a step's work); the biggest the corpus accepts, 32000 if it can.
   SAMPLE=2M VOCABS=(32000 8000 2048)
   ROWS=(--steps "${STEPS:-12}" --steps4 "${STEPS4:-8}" --skip "${SKIP:-2}" --timeout 240)
 fi
 
-for n in "${RANKS[@]}"; do
-  echo "[bench dp] $n ranks: all-reduce 4 KiB .. $((MAX >> 10)) KiB, $ITERS each" >&2
-  bounded timeout "$COMM_TIMEOUT" "$BIN/endure-comm-bench" --ranks "$n" --iters "$ITERS" \
-    --max-bytes "$MAX" >>"$WORK/comm.jsonl" || exit 1
+for sweep in $(seq "$SWEEPS"); do
+  for n in "${RANKS[@]}"; do
+    echo "[bench dp] sweep $sweep/$SWEEPS, $n ranks: all-reduce 4 KiB .. $((MAX >> 10)) KiB," \
+      "$ITERS pairs each" >&2
+    bounded timeout "$COMM_TIMEOUT" "$BIN/endure-comm-bench" --ranks "$n" --iters "$ITERS" \
+      --max-bytes "$MAX" >>"$WORK/comm.jsonl" || exit 1
+  done
 done
 
 echo "[bench dp] data: a $SAMPLE sample, tokenized" >&2

@@ -245,13 +245,28 @@ def run_ddp(a, ranks, steps):
 # ---- the report ----
 
 def comm_report(path, smoke):
-    rows = []
+    sweeps = []
     if os.path.exists(path):
-        rows = [json.loads(l) for l in open(path) if l.strip()]
+        sweeps = [json.loads(l) for l in open(path) if l.strip()]
+    # run.sh sweeps every size several times; a size's row is the median of its sweeps, so
+    # one slow moment of ranks sharing 2 cores does not decide it.
+    by_size = {}
+    for r in sweeps:
+        by_size.setdefault((r["ranks"], r["bytes"]), []).append(r)
+    rows = []
+    for (ranks, size), runs in sorted(by_size.items()):
+        row = {"ranks": ranks, "bytes": size, "sweeps": len(runs)}
+        for k in ("endure_busbw_gbs", "gloo_busbw_gbs", "paired_ratio"):
+            vals = [x[k] for x in runs if k in x]
+            if vals:
+                row[k] = statistics.median(vals)
+        row["paired_ratios"] = [x.get("paired_ratio") for x in runs]
+        rows.append(row)
     print()
     print("all-reduce bus bandwidth, GB/s (bytes * 2 (N-1) / N / median time), endure::comm beside")
     print("plain Gloo (its ring all-reduce on a context of its own), same processes, same run;")
-    print("ratio: the median over back-to-back pairs of Gloo's time over endure's")
+    print("ratio: the median over back-to-back pairs of Gloo's time over endure's; each row the")
+    print("median of %d sweeps" % max((r["sweeps"] for r in rows), default=0))
     print()
     hdr = "%5s %10s %12s %12s %8s" % ("ranks", "bytes", "endure", "plain Gloo", "ratio")
     print(hdr)

@@ -161,6 +161,7 @@ int run_agent(const std::string& config_path, bool restarted) {
           findings.push_back({f.kind, f.check, f.detail});
         }
         reporter.set_findings(std::move(findings));
+        reporter.set_gauges(agent::health::gather_gauges(checks));
       }
       for (auto slept = 0ms; slept < period && !g_stop; slept += 100ms) {
         std::this_thread::sleep_for(100ms);

@@ -28,6 +28,11 @@ void Reporter::set_findings(std::vector<api::Finding> findings) {
   findings_ = std::move(findings);
 }
 
+void Reporter::set_gauges(json gauges) {
+  std::lock_guard lock(mu_);
+  gauges_ = std::move(gauges);
+}
+
 void Reporter::report_logged(std::vector<api::LoggedFinding> findings) {
   std::lock_guard lock(mu_);
   for (auto& f : findings) logged_.push_back(std::move(f));
@@ -80,6 +85,7 @@ void Reporter::send_heartbeat() {
   {
     std::lock_guard lock(mu_);
     beat.findings = findings_;
+    beat.metrics = gauges_;
   }
   auto reply = client_.post(path(api::kAgentHeartbeat), beat.to_json());
   if (!reply) return;

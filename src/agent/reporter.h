@@ -30,6 +30,8 @@ class Reporter {
   void report_lifecycle(const LifecycleResult& result);
   // The findings of the latest health-check round, sent with every heartbeat.
   void set_findings(std::vector<api::Finding> findings);
+  // The node's gauges of that round (health::gather_gauges), sent with every heartbeat.
+  void set_gauges(json gauges);
   // Sent now, and again until endured takes them.
   void report_logged(std::vector<api::LoggedFinding> findings);
 
@@ -49,6 +51,7 @@ class Reporter {
   std::condition_variable cv_;
   std::optional<LifecycleResult> pending_;
   std::vector<api::Finding> findings_;
+  json gauges_ = json::object();
   std::deque<api::LoggedFinding> logged_;
   bool fresh_ = false;  // logged findings came since the last send
 };

@@ -118,6 +118,27 @@ inline constexpr const char* kThreadsPerCore = "ThreadsPerCore";
 inline constexpr const char* kVpcConfig = "VpcConfig";
 inline constexpr const char* kWarmSpares = "WarmSpares";
 inline constexpr const char* kCurrentWarmSpares = "CurrentWarmSpares";
+// Training runs (messages_training.h).
+inline constexpr const char* kAccepted = "Accepted";
+inline constexpr const char* kRecords = "Records";
+inline constexpr const char* kTrainingRuns = "TrainingRuns";
+inline constexpr const char* kFirstTime = "FirstTime";
+inline constexpr const char* kLastTime = "LastTime";
+inline constexpr const char* kLastStep = "LastStep";
+inline constexpr const char* kLoss = "Loss";
+inline constexpr const char* kTokensPerSecond = "TokensPerSecond";
+inline constexpr const char* kMfu = "Mfu";
+inline constexpr const char* kMaxPoints = "MaxPoints";
+inline constexpr const char* kPoints = "Points";
+inline constexpr const char* kEvals = "Evals";
+inline constexpr const char* kCheckpoints = "Checkpoints";
+inline constexpr const char* kStarts = "Starts";
+inline constexpr const char* kStep = "Step";
+inline constexpr const char* kTime = "Time";
+inline constexpr const char* kValLoss = "ValLoss";
+inline constexpr const char* kStallSeconds = "StallSeconds";
+inline constexpr const char* kResumedFrom = "ResumedFrom";
+inline constexpr const char* kJobs = "Jobs";
 // An error reply's two fields, in the cloud API's spelling (lower case, one underscored).
 inline constexpr const char* kErrorType = "__type";
 inline constexpr const char* kErrorMessage = "message";

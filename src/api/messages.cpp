@@ -96,6 +96,19 @@ ENDURE_API_CODEC(ReturnHostRequest)
 ENDURE_API_CODEC(ReturnHostReply)
 ENDURE_API_CODEC(ErrorReply)
 
+ENDURE_API_CODEC(ReportTrainingMetricsRequest)
+ENDURE_API_CODEC(ReportTrainingMetricsReply)
+ENDURE_API_CODEC(TrainingRunSummary)
+ENDURE_API_CODEC(ListTrainingRunsReply)
+ENDURE_API_CODEC(GetTrainingMetricsRequest)
+ENDURE_API_CODEC(TrainingPoint)
+ENDURE_API_CODEC(TrainingEval)
+ENDURE_API_CODEC(TrainingCheckpoint)
+ENDURE_API_CODEC(TrainingStart)
+ENDURE_API_CODEC(GetTrainingMetricsReply)
+ENDURE_API_CODEC(ClusterJob)
+ENDURE_API_CODEC(ListClusterJobsReply)
+
 #undef ENDURE_API_CODEC
 
 // The rules beyond the fields' types, worded as endured words them today.
@@ -182,6 +195,31 @@ Status AutoResumeStatusRequest::check() const {
   return {};
 }
 
+Status ReportTrainingMetricsRequest::check() const {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  if (job_id <= 0) return invalid(std::string(field::kJobId) + ": must be a positive integer");
+  if (!records.is_array() || records.empty() || records.size() > kMaxTrainingRecords) {
+    return invalid(std::string(field::kRecords) + ": must be an array of 1 to " +
+                   std::to_string(kMaxTrainingRecords) + " objects");
+  }
+  for (const auto& r : records) {
+    if (!r.is_object() || !r.contains("time") || !r["time"].is_number()) {
+      return invalid(std::string(field::kRecords) +
+                     ": each must be an object with a numeric \"time\"");
+    }
+  }
+  return {};
+}
+
+Status GetTrainingMetricsRequest::check() const {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  if (job_id <= 0) return invalid(std::string(field::kJobId) + ": must be a positive integer");
+  if (max_points && (*max_points < 2 || *max_points > 10000)) {
+    return invalid(std::string(field::kMaxPoints) + ": must be an integer from 2 to 10000");
+  }
+  return {};
+}
+
 std::vector<ActionFields> all_actions() {
   return {
       action<CreateClusterRequest, CreateClusterReply>(kCreateCluster),
@@ -217,16 +255,22 @@ std::vector<ActionFields> all_actions() {
           kAgentReportDeepHealthCheck),
       action<AutoResumeStepFailedRequest, AutoResumeStepFailedReply>(kAutoResumeStepFailed),
       action<AutoResumeStatusRequest, AutoResumeStatusReply>(kAutoResumeStatus),
+      action<ReportTrainingMetricsRequest, ReportTrainingMetricsReply>(kReportTrainingMetrics),
+      action<ListTrainingRunsRequest, ListTrainingRunsReply>(kListTrainingRuns),
+      action<GetTrainingMetricsRequest, GetTrainingMetricsReply>(kGetTrainingMetrics),
+      action<ListClusterJobsRequest, ListClusterJobsReply>(kListClusterJobs),
   };
 }
 
 std::vector<TypeFields> all_types() {
-  return {type<LifeCycleConfig>(), type<InstanceGroupSpec>(), type<InstanceGroupDetails>(),
-          type<ClusterSummary>(),  type<InstanceStatus>(),    type<ClusterNodeSummary>(),
-          type<NodeDetails>(),     type<NodeLifeCycle>(),     type<NodeRecoveryInfo>(),
-          type<Event>(),           type<BatchFailure>(),      type<Finding>(),
-          type<LoggedFinding>(),   type<DeepCheckOrder>(),    type<DeepCheckResult>(),
-          type<HostSummary>(),     type<ErrorReply>()};
+  return {type<LifeCycleConfig>(), type<InstanceGroupSpec>(),  type<InstanceGroupDetails>(),
+          type<ClusterSummary>(),  type<InstanceStatus>(),     type<ClusterNodeSummary>(),
+          type<NodeDetails>(),     type<NodeLifeCycle>(),      type<NodeRecoveryInfo>(),
+          type<Event>(),           type<BatchFailure>(),       type<Finding>(),
+          type<LoggedFinding>(),   type<DeepCheckOrder>(),     type<DeepCheckResult>(),
+          type<HostSummary>(),     type<TrainingRunSummary>(), type<TrainingPoint>(),
+          type<TrainingEval>(),    type<TrainingCheckpoint>(), type<TrainingStart>(),
+          type<ClusterJob>(),      type<ErrorReply>()};
 }
 
 }  // namespace endure::api

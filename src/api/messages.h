@@ -18,6 +18,7 @@
 #include "api/messages_cluster.h"
 #include "api/messages_host.h"
 #include "api/messages_node.h"
+#include "api/messages_training.h"
 
 namespace endure::api {
 

@@ -74,6 +74,14 @@ inline constexpr const char* kInstanceIdHeader = "X-Endure-Instance-Id";
 // auto-resume token (from the node's /opt/endure/config/auto_resume.json) or the operator's.
 inline constexpr const char* kAutoResumeStepFailed = "AutoResumeStepFailed";
 inline constexpr const char* kAutoResumeStatus = "AutoResumeStatus";
+// endure-train's rank 0 reports its log lines with the same credential.
+inline constexpr const char* kReportTrainingMetrics = "ReportTrainingMetrics";
+inline constexpr int kMaxTrainingRecords = 1000;  // a call's Records at most
+
+// The operator reads training runs and the jobs endure auto-resumed.
+inline constexpr const char* kListTrainingRuns = "ListTrainingRuns";
+inline constexpr const char* kGetTrainingMetrics = "GetTrainingMetrics";
+inline constexpr const char* kListClusterJobs = "ListClusterJobs";
 
 // Error codes (the reply's "__type").
 inline constexpr const char* kValidationException = "ValidationException";

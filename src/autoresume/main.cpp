@@ -32,11 +32,7 @@ int main(int argc, char** argv) {
     if (auto hosts = slurm::expand_hostlist(nodelist); hosts) step.nodes = *hosts;
   }
 
-  const char* path = std::getenv("ENDURE_AUTO_RESUME_CONFIG");
-  auto text = fs::read_file(path ? path : node::kAutoResumeConfigPath);
-  Result<autoresume::SupervisorConfig> config =
-      text ? autoresume::SupervisorConfig::from_json(json::parse(*text, nullptr, false))
-           : Result<autoresume::SupervisorConfig>(text.error());
+  Result<autoresume::SupervisorConfig> config = autoresume::load_supervisor_config();
   if (!config || step.job_id <= 0 || step.nodes.empty()) {
     std::fprintf(stderr, "auto_resume: %s: running the step without auto-resume\n",
                  !config ? config.error().message.c_str() : "no SLURM_JOB_ID/SLURM_JOB_NODELIST");

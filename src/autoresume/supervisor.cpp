@@ -94,22 +94,6 @@ using StatusReply = api::AutoResumeStatusReply;
 
 }  // namespace
 
-Result<SupervisorConfig> SupervisorConfig::from_json(const json& j) {
-  SupervisorConfig c;
-  if (!j.is_object() || !j.contains("Endpoint") || !j["Endpoint"].is_string() ||
-      !j.contains("ClusterName") || !j["ClusterName"].is_string() || !j.contains("Token") ||
-      !j["Token"].is_string()) {
-    return make_error("InvalidConfig",
-                      "auto_resume.json: needs Endpoint, ClusterName and Token strings");
-  }
-  c.endpoint = j["Endpoint"];
-  c.ca_file = j.value("CaFile", "");
-  c.cluster_name = j["ClusterName"];
-  c.token = j["Token"];
-  c.max_resumes = j.value("MaxResumes", 3);
-  return c;
-}
-
 int supervise(const SupervisorConfig& config, SupervisedStep step) {
   bool overlapping = false;
   struct sigaction sa {};

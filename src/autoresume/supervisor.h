@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/node_contract.h"
+#include "autoresume/supervisor_config.h"
 #include "common/json.h"
 #include "common/result.h"
 
@@ -17,22 +18,6 @@ namespace endure::autoresume {
 
 inline constexpr const char* kCountEnv = "ENDURE_AUTO_RESUME_COUNT";
 inline constexpr const char* kReasonEnv = "ENDURE_AUTO_RESUME_REASON";
-
-// What the node tells the supervisor (node::kAutoResumeConfigPath).
-struct SupervisorConfig {
-  std::string endpoint;
-  std::string ca_file;  // with an https endpoint: endured's CA
-  std::string cluster_name;
-  std::string token;
-  int max_resumes = 3;
-  double poll_seconds = 0.25;
-  // How long endured may take to decide whether a failure was a node fault.
-  double decide_timeout_seconds = 60;
-  // How long to wait for the job to be whole again.
-  double ready_timeout_seconds = 960;
-
-  static Result<SupervisorConfig> from_json(const json& j);
-};
 
 struct SupervisedStep {
   std::string srun_exe;               // the srun binary

@@ -145,5 +145,7 @@ void add_wait_options(CLI::App* verb, WaitOptions& wait, const std::string& unti
 
 // register-host-pools, list-hosts, return-host (host_verbs.cpp).
 void add_host_verbs(CLI::App& app, SessionPtr s, Selected selected);
+// list-training-runs, get-training-metrics, list-cluster-jobs (training_verbs.cpp).
+void add_training_verbs(CLI::App& app, SessionPtr s, Selected selected);
 
 }  // namespace endure::cli

@@ -41,6 +41,7 @@ Result<json> AgentService::handle(const std::string& action, const std::string& 
     // Findings pass as they come: the health monitor reads what it knows of them.
     health_.heartbeat(instance_id, request.value(api::field::kFindings, json::array()),
                       row->cluster_id);
+    if (gauges_) gauges_->record(instance_id, request.value(api::field::kMetrics, json::object()));
     // The reply carries orders: a deep health check to run while one is open for it.
     api::AgentHeartbeatReply reply;
     if (json order = DeepCheckManager::order_for(*row); !order.is_null()) {

@@ -10,6 +10,7 @@
 #include "common/result.h"
 #include "controller/deep_check_manager.h"
 #include "controller/health_monitor.h"
+#include "controller/metrics/node_gauges.h"
 #include "store/store.h"
 
 namespace endure::controller {
@@ -23,6 +24,9 @@ class AgentService {
         deep_checks_(deep_checks),
         wake_(std::move(wake_reconciler)) {}
 
+  // Where each heartbeat's node gauges go (/metrics); none: they are dropped.
+  void set_node_gauges(metrics::NodeGauges* gauges) { gauges_ = gauges; }
+
   // An agent action; the token must be the join token of instance_id.
   Result<json> handle(const std::string& action, const std::string& instance_id,
                       const std::string& token, const json& request);
@@ -35,6 +39,7 @@ class AgentService {
   HealthMonitor& health_;
   DeepCheckManager& deep_checks_;
   std::function<void()> wake_;
+  metrics::NodeGauges* gauges_ = nullptr;
 };
 
 }  // namespace endure::controller

@@ -47,6 +47,9 @@ Result<json> ApiRouter::handle(const std::string& action, const json& request) {
   if (action == api::kListHosts) return p_.hosts.list_hosts(request);
   if (action == api::kReturnHost) return p_.hosts.return_host(request);
   if (action == api::kDebugInjectFault) return p_.faults.inject(request);
+  if (action == api::kListTrainingRuns) return p_.training.list_runs(request);
+  if (action == api::kGetTrainingMetrics) return p_.training.get_metrics(request);
+  if (action == api::kListClusterJobs) return p_.training.list_jobs(request);
   if (action == api::kDebugDescribeController) {
     return api::DebugDescribeControllerReply{p_.reconcile_passes()}.to_json();
   }
@@ -76,6 +79,7 @@ Result<json> ApiRouter::handle_auto_resume(const std::string& action, const std:
     return reply;
   }
   if (action == api::kAutoResumeStatus) return p_.auto_resume.status(*cluster, request);
+  if (action == api::kReportTrainingMetrics) return p_.training.report(*cluster, request);
   return make_error("UnknownOperation", "no auto-resume action named " + action);
 }
 

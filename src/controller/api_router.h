@@ -16,6 +16,7 @@
 #include "controller/fault_injector.h"
 #include "controller/host_service.h"
 #include "controller/software_update_manager.h"
+#include "controller/training_service.h"
 #include "store/store.h"
 
 namespace endure::controller {
@@ -29,6 +30,7 @@ struct ApiParts {
   AgentService& agents;
   AutoResumeManager& auto_resume;
   HostService& hosts;
+  TrainingService& training;
   std::function<void()> wake_reconciler;
   std::function<long long()> reconcile_passes;
 };

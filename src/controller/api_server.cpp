@@ -91,7 +91,9 @@ void ApiServer::serve_extras(httplib::Server& server) {
 void ApiServer::handle(const std::string& action, const httplib::Request& req,
                        httplib::Response& res, bool agents_only) {
   bool agent_call = action.rfind("Agent", 0) == 0;
-  bool auto_resume_call = action.rfind("AutoResume", 0) == 0;
+  // Calls from a job's processes on the nodes carry the cluster's job credential.
+  bool auto_resume_call =
+      action.rfind("AutoResume", 0) == 0 || action == api::kReportTrainingMetrics;
   if (agents_only && !agent_call && !auto_resume_call) {
     return reply_error(res, make_error(api::kUnauthorized,
                                        action + ": the operator API is served on loopback only"));

@@ -14,10 +14,14 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "common/tls.h"
+#include "console/console_files.h"
 #include "controller/api_server.h"
 #include "controller/config.h"
 #include "controller/health_watch.h"
+#include "controller/metrics/collector.h"
+#include "controller/node_state.h"
 #include "controller/reconciler.h"
+#include "controller/training_metrics.h"
 #include "provider/routed_provider.h"
 #include "store/store.h"
 
@@ -126,9 +130,31 @@ int main(int argc, char** argv) {
   controller::FaultInjector faults(**store, provider);
   controller::AgentService agents(**store, health, deep_checks, wake);
   controller::HostService host_service(hosts);
+  controller::TrainingService training(**store);
   controller::ApiRouter router({**store, clusters, deep_checks, software_updates, faults, agents,
-                                auto_resume, host_service, wake, [&] { return reconciler.passes(); }});
+                                auto_resume, host_service, training, wake,
+                                [&] { return reconciler.passes(); }});
   controller::ApiServer server(router, *token);
+  controller::HttpExtras extras;
+  extras.console_file = console::file;
+  // /metrics: rendered from the store, the agents' gauges, the API's calls and Slurm's
+  // view, which a thread of its own samples (a scrape never runs a Slurm command).
+  metrics::NodeGauges node_gauges;
+  metrics::ApiStats api_stats;
+  metrics::SlurmSampler slurm_sampler(
+      **store, metrics::SlurmSampler::in_controller_node(**store, provider));
+  std::vector<std::string> node_statuses;
+  for (auto s : controller::all_node_statuses()) node_statuses.push_back(controller::name(s));
+  metrics::Collector collector({**store, node_gauges, api_stats, &slurm_sampler,
+                                [&](const std::string& id) { return health.heartbeat_age(id); },
+                                node_statuses});
+  agents.set_node_gauges(&node_gauges);
+  collector.add_family_writer(controller::training_families(**store));
+  extras.metrics = [&] { return collector.render(); };
+  extras.observe = [&](const std::string& action, int status, double seconds) {
+    api_stats.observe(action, status, seconds);
+  };
+  server.set_extras(extras);
 
   signal(SIGPIPE, SIG_IGN);
   signal(SIGTERM, on_signal);
@@ -158,11 +184,13 @@ int main(int argc, char** argv) {
   }
   log::info("serving {} with state in {}", config.endpoint(), config.home.string());
   reconciler.start();
+  slurm_sampler.start();
   health_watch.start();
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   log::info("stopping; instances keep running and are adopted at the next start");
   server.stop();
   health_watch.stop();
+  slurm_sampler.stop();
   reconciler.stop();
   return 0;
 }

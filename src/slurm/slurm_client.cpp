@@ -105,6 +105,8 @@ Result<std::vector<NodeState>> SlurmClient::nodes() const {
     s.reason = n.value("reason", "");
     s.address = n.value("address", "");
     s.hostname = n.value("hostname", "");
+    s.cpus = n.value("cpus", 0);
+    s.alloc_cpus = n.value("alloc_cpus", 0);
     // sinfo lists a node once per partition it is in.
     if (std::none_of(nodes.begin(), nodes.end(), [&](auto& x) { return x.name == s.name; })) {
       nodes.push_back(std::move(s));

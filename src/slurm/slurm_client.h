@@ -23,6 +23,8 @@ struct NodeState {
   std::string reason;
   std::string address;   // NodeAddr
   std::string hostname;  // NodeHostname
+  int cpus = 0;          // CPUs Slurm schedules on it
+  int alloc_cpus = 0;    // of those, allocated to jobs
 
   // Registered and able to take work (idle, allocated or mixed, and responding).
   bool in_service() const;

@@ -100,6 +100,16 @@ CREATE TABLE IF NOT EXISTS hosts (
   reason TEXT NOT NULL DEFAULT '',
   updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS training_records (
+  cluster_id TEXT NOT NULL,
+  job_id INTEGER NOT NULL,
+  resume INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  time REAL NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY (cluster_id, job_id, resume, kind, step, time)
+);
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events

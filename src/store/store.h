@@ -29,8 +29,8 @@ struct ClusterRow {
   json spec;          // the validated CreateCluster request, as ClusterSpec::to_json()
   json provisioning;  // the validated provisioning parameters
   int index = 0;      // small number, unique among live clusters: picks ports and addresses
-  std::string applied_conf_hash;  // slurm.conf last pushed to Slurm
-  json software_update;           // the UpdateClusterSoftware under way (null when none)
+  std::string applied_conf_hash;        // slurm.conf last pushed to Slurm
+  json software_update;                 // the UpdateClusterSoftware under way (null when none)
   json removed_slots = json::object();  // {group: [slot]}: nodes BatchDeleteClusterNodes removed
   double created_at = 0;
   double updated_at = 0;
@@ -45,9 +45,9 @@ struct InstanceRow {
   std::string status;     // Pending, Running, Failure, ShuttingDown, ...
   std::string message;
   double launch_time = 0;
-  int pid = 0;                  // host pid of the node's first process (0: not launched)
-  std::string agent_token;      // the node's join credential
-  std::string lifecycle_status; // NotStarted, InProgress, Succeeded, Failed
+  int pid = 0;                   // host pid of the node's first process (0: not launched)
+  std::string agent_token;       // the node's join credential
+  std::string lifecycle_status;  // NotStarted, InProgress, Succeeded, Failed
   int lifecycle_exit = -1;
   std::string lifecycle_tail;
   double last_heartbeat = 0;
@@ -60,10 +60,10 @@ struct InstanceRow {
   std::string recovery_reason;
   std::string recovery_stage;  // "", Requested, Drained, Rebooting, Terminating, Done
   double recovery_since = 0;
-  int reboots = 0;              // reboots of this instance
-  std::string replaces;         // the instance this one replaced, if any
-  json deep_check;   // the deep health check ordered for this node (null when none)
-  json deep_result;  // what the node reported for it (null until then)
+  int reboots = 0;       // reboots of this instance
+  std::string replaces;  // the instance this one replaced, if any
+  json deep_check;       // the deep health check ordered for this node (null when none)
+  json deep_result;      // what the node reported for it (null until then)
 };
 
 struct EventRow {
@@ -111,6 +111,29 @@ struct AutoResumeRow {
   bool overlap = false;
 };
 
+// A line endure-train's rank 0 printed (store/training_store.cpp), filed under the try that
+// printed it (its auto-resume count). Kind is the line's own: start, step, eval,
+// checkpoint, done, stopped, or other.
+struct TrainingRecord {
+  long long job_id = 0;
+  int resume = 0;
+  std::string kind;
+  long long step = -1;  // -1: the line names no step
+  double time = 0;
+  json record;
+};
+
+// One job's training as the latest records tell it.
+struct TrainingRun {
+  long long job_id = 0;
+  double first_time = 0;
+  double last_time = 0;
+  int resumes = 0;                          // the highest try's auto-resume count
+  std::optional<TrainingRecord> last_step;  // the newest step line
+  std::optional<TrainingRecord> last_checkpoint;  // the newest checkpoint line
+  std::string end_kind;                     // done or stopped when the newest try ended so
+};
+
 class Store {
  public:
   // Opens (creating if needed) the database at path, in WAL mode with full fsync.
@@ -122,7 +145,7 @@ class Store {
   Status transaction(const std::function<Status()>& fn);
 
   Status insert_cluster(const ClusterRow& row);
-  Status update_cluster(const ClusterRow& row);  // by id; every column
+  Status update_cluster(const ClusterRow& row);                        // by id; every column
   std::optional<ClusterRow> cluster_by_name(const std::string& name);  // not Deleted
   std::optional<ClusterRow> cluster_by_id(const std::string& id);
   std::vector<ClusterRow> clusters(bool include_deleted = false);
@@ -145,8 +168,8 @@ class Store {
   // ({type, description}) names the instance. endured's one caller is controller::transition,
   // which checks the change against the node's transition table.
   using InstanceEvents = std::vector<std::pair<std::string, std::string>>;
-  Status transition(const std::string& instance_id,
-                    const std::function<Status(InstanceRow&)>& fn, const InstanceEvents& events);
+  Status transition(const std::string& instance_id, const std::function<Status(InstanceRow&)>& fn,
+                    const InstanceEvents& events);
   // Instances of a cluster, by group then slot then launch time.
   std::vector<InstanceRow> instances(const std::string& cluster_id, bool active_only);
 
@@ -164,6 +187,19 @@ class Store {
   // The cluster's auto-resume credential (made at first use): it allows only the
   // AutoResume* calls, so it may be readable by every user of the cluster's nodes.
   Result<std::string> auto_resume_token(const std::string& cluster_id);
+
+  // Files a job's training lines (each an object with a numeric "time"; "resume" defaults
+  // to 0). A line already filed (same try, kind, step and time) is filed once: a reporter
+  // may send a batch again. Returns how many were new.
+  Result<int> put_training_records(const std::string& cluster_id, long long job_id,
+                                   const json& records);
+  // The jobs of a cluster that reported training, newest job first.
+  std::vector<TrainingRun> training_runs(const std::string& cluster_id);
+  // A job's lines of one kind by time; for "step", one line a step (the try that reached
+  // it last), every stride-th step when stride > 1.
+  std::vector<TrainingRecord> training_records(const std::string& cluster_id, long long job_id,
+                                               const std::string& kind, long long stride = 1);
+  long long training_steps(const std::string& cluster_id, long long job_id);
 
   // The registered hosts, by pool and their place in the pool file (store/host_store.cpp).
   std::vector<HostRow> hosts();

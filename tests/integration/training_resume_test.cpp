@@ -164,6 +164,35 @@ TEST_F(LlamaAutoResume, OnAnotherNodeTheStepIsReRunInPlace) {
   auto st = status(job_);
   EXPECT_EQ(st["Mode"], "Expand") << st.dump();
   EXPECT_EQ(st["ResumeCount"], 1) << st.dump();
+
+  // The trainer's rank 0 reported its lines to endured with the node's job credential: the
+  // run, both tries and every step are there with nothing run beside the job.
+  auto runs = e_->call("ListTrainingRuns", {{"ClusterName", name_}});
+  ASSERT_TRUE(runs.ok()) << runs.error().message;
+  ASSERT_EQ((*runs)["TrainingRuns"].size(), 1u) << runs->dump();
+  const json& run = (*runs)["TrainingRuns"][0];
+  EXPECT_EQ(run["JobId"], job_) << run.dump();
+  EXPECT_EQ(run["LastStep"], 400) << run.dump();
+  EXPECT_EQ(run["Resumes"], 1) << run.dump();
+  EXPECT_EQ(run["Status"], "Done") << run.dump();
+  EXPECT_GT(run["Mfu"].get<double>(), 0) << run.dump();
+  auto curve = e_->call("GetTrainingMetrics", {{"ClusterName", name_}, {"JobId", job_}});
+  ASSERT_TRUE(curve.ok()) << curve.error().message;
+  // Every step from the checkpoint resumed to the end (the crash may take the first try's
+  // last second of step lines with it; its start line went out at once).
+  const json& points = (*curve)["Points"];
+  const int resumed = starts_[1]["resumed_from"];
+  ASSERT_GE(points.size(), 400u - resumed);
+  EXPECT_EQ(points.back()["Step"], 400);
+  EXPECT_EQ(points[points.size() - (400 - resumed)]["Step"], resumed + 1);
+  ASSERT_EQ((*curve)["Starts"].size(), 2u) << (*curve)["Starts"].dump();
+  EXPECT_EQ((*curve)["Starts"][1]["ResumedFrom"], starts_[1]["resumed_from"]);
+  EXPECT_EQ((*curve)["Starts"][1]["Resume"], 1);
+  EXPECT_FALSE((*curve)["Checkpoints"].empty());
+  auto jobs = e_->call("ListClusterJobs", {{"ClusterName", name_}});
+  ASSERT_TRUE(jobs.ok()) << jobs.error().message;
+  ASSERT_EQ((*jobs)["Jobs"].size(), 1u) << jobs->dump();
+  EXPECT_EQ((*jobs)["Jobs"][0]["Resumes"], 1) << jobs->dump();
 }
 
 }  // namespace

@@ -178,8 +178,9 @@ const std::vector<Sample>& samples() {
        R"({"Status":"Succeeded","ExitCode":0,"LastLines":"done\n","InstanceId":"i-1"})", "",
        round_trip<AgentReportLifecycleReply>, "{}", ""},
       {kAgentHeartbeat, round_trip<AgentHeartbeatRequest>,
-       R"({"InstanceId":"i-1","Findings":[{"Kind":"xid","Check":"kernel-log","Detail":"79"}]})", "",
-       round_trip<AgentHeartbeatReply>,
+       R"({"InstanceId":"i-1","Findings":[{"Kind":"xid","Check":"kernel-log","Detail":"79"}],)"
+       R"("Metrics":{"load1":0.5}})",
+       "", round_trip<AgentHeartbeatReply>,
        R"({"DeepHealthCheck":{"Id":"hc-1","Reservation":"endure-hc-1","Address":"127.0.1.2",)"
        R"("Port":15000,"Started":1767225600.5,"Peer":"127.0.1.3"}})",
        "{}"},
@@ -207,6 +208,29 @@ const std::vector<Sample>& samples() {
        R"("Message":"job holds worker-0 again","Nodes":["worker-0"],"FaultTime":1767225610.5,)"
        R"("ReadyTime":1767225620.25,"Overlap":false,"MaxResumes":3})",
        R"({"State":"None","ResumeCount":0,"Reason":"","Message":"","MaxResumes":3})"},
+      {kReportTrainingMetrics, round_trip<ReportTrainingMetricsRequest>,
+       R"({"ClusterName":"ml","JobId":7,"Records":[{"loss":3.5,"step":1,"time":1767225610.5}]})",
+       "", round_trip<ReportTrainingMetricsReply>, R"({"Accepted":1})", ""},
+      {kListTrainingRuns, round_trip<ListTrainingRunsRequest>, R"({"ClusterName":"ml"})", "",
+       round_trip<ListTrainingRunsReply>,
+       R"({"TrainingRuns":[{"JobId":7,"FirstTime":1767225600.5,"LastTime":1767225610.5,)"
+       R"("LastStep":12,"Loss":3.5,"TokensPerSecond":2780.5,"Mfu":0.25,"Resumes":1,)"
+       R"("Status":"Running"}]})",
+       R"({"TrainingRuns":[]})"},
+      {kGetTrainingMetrics, round_trip<GetTrainingMetricsRequest>,
+       R"({"ClusterName":"ml","JobId":7,"MaxPoints":100})", R"({"ClusterName":"ml","JobId":7})",
+       round_trip<GetTrainingMetricsReply>,
+       R"({"JobId":7,"Points":[{"Step":1,"Time":1767225610.5,"Loss":3.5,"TokensPerSecond":2780.5,)"
+       R"("Mfu":0.25,"Resume":0}],"Evals":[{"Step":10,"ValLoss":3.25}],)"
+       R"("Checkpoints":[{"Step":10,"Time":1767225620.5,"StallSeconds":0.5}],)"
+       R"("Starts":[{"Time":1767225600.5,"ResumedFrom":10,"Resume":1,"Reason":"hang"}]})",
+       R"({"JobId":7,"Points":[],"Evals":[],"Checkpoints":[],"Starts":[]})"},
+      {kListClusterJobs, round_trip<ListClusterJobsRequest>, R"({"ClusterName":"ml"})", "",
+       round_trip<ListClusterJobsReply>,
+       R"({"Jobs":[{"JobId":7,"State":"Ready","Mode":"Expand","Resumes":1,"Reason":"hang",)"
+       R"("Nodes":["worker-0"],"FaultTime":1767225610.5,"ReadyTime":1767225620.25,)"
+       R"("Message":"job holds worker-0 again"}]})",
+       R"({"Jobs":[]})"},
   };
   return all;
 }
@@ -231,7 +255,7 @@ TEST(WireMessages, EveryActionOfWireHasSamplesAndARegistryEntry) {
   for (const auto& a : all_actions()) registry.push_back(a.action);
   for (const auto& s : samples()) sampled.push_back(s.action);
   EXPECT_EQ(registry, sampled);
-  EXPECT_EQ(registry.size(), 27u);  // every action of wire.h
+  EXPECT_EQ(registry.size(), 31u);  // every action of wire.h
 }
 
 TEST(WireMessages, EveryMessageRoundTripsWithAllOptionalFieldsAndWithNone) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <exception>
 
+#include "api/node_gauges.h"
 #include "common/log.h"
 
 namespace endure::agent::health {
@@ -48,7 +49,8 @@ std::optional<Finding> probe_local_disk(const NodeExpectations& expect) {
 }  // namespace
 
 std::optional<Finding> free_space_finding(const std::string& path, const NodeExpectations& expect,
-                                          const std::string& check, const std::string& error_kind) {
+                                          const std::string& check, const std::string& error_kind,
+                                          DiskSpace* space) {
   struct statvfs sv {};
   if (::statvfs(path.c_str(), &sv) != 0) {
     return Finding{error_kind, check, errno_text("statvfs", path)};
@@ -56,6 +58,7 @@ std::optional<Finding> free_space_finding(const std::string& path, const NodeExp
   double unit = static_cast<double>(sv.f_frsize != 0 ? sv.f_frsize : sv.f_bsize);
   double size = static_cast<double>(sv.f_blocks) * unit;
   double free = static_cast<double>(sv.f_bavail) * unit;  // what non-root writers get
+  if (space) *space = {size, free};
   double need_fraction = expect.disk_min_free_fraction * size;
   double need_mib = static_cast<double>(expect.disk_min_free_mib) * kMiB;
   if (free >= need_fraction && free >= need_mib) return std::nullopt;
@@ -119,13 +122,20 @@ std::optional<std::string> file_round_trip(const std::string& file) {
 std::vector<Finding> DiskCheck::run() {
   std::vector<Finding> findings;
   try {
-    if (auto f = free_space_finding(expect_.local_path, expect_, "disk", "local-disk")) {
+    space_ = {};
+    if (auto f = free_space_finding(expect_.local_path, expect_, "disk", "local-disk", &space_)) {
       findings.push_back(std::move(*f));
     }
   } catch (const std::exception& e) {
     log::warn("disk check: {}", e.what());
   }
   return findings;
+}
+
+void DiskCheck::gauges(json& out) const {
+  if (space_.size_bytes < 0) return;
+  out[api::gauge::kLocalDiskSizeBytes] = space_.size_bytes;
+  out[api::gauge::kLocalDiskFreeBytes] = space_.free_bytes;
 }
 
 std::vector<Finding> BasicLocalDiskCheck::run() {

@@ -15,8 +15,14 @@ namespace endure::agent::health {
 // detail: used, size and what is needed) when path has less than
 // expect.disk_min_free_fraction of its size or less than expect.disk_min_free_mib MiB free
 // for unprivileged users; a Finding of kind error_kind when statvfs fails; else nullopt.
+// space, when given, gets the size and the free space statvfs reported (bytes).
+struct DiskSpace {
+  double size_bytes = -1;
+  double free_bytes = -1;
+};
 std::optional<Finding> free_space_finding(const std::string& path, const NodeExpectations& expect,
-                                          const std::string& check, const std::string& error_kind);
+                                          const std::string& check, const std::string& error_kind,
+                                          DiskSpace* space = nullptr);
 
 // Creates file, writes a line, fsyncs, closes, reads it back, compares and unlinks it.
 // Returns what failed ("write /local/x: No space left on device"), or nullopt when all
@@ -31,9 +37,12 @@ class DiskCheck : public HealthCheck {
   const char* name() const override { return "disk"; }
   // disk-full when short of space, local-disk when expect.local_path cannot be looked at.
   std::vector<Finding> run() override;
+  // local_disk_size_bytes and local_disk_free_bytes of the last run.
+  void gauges(json& out) const override;
 
  private:
   NodeExpectations expect_;
+  DiskSpace space_;
 };
 
 // Basic: expect.local_path exists, is a folder, takes a write round trip of

@@ -6,10 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 
 #include "agent/health/disk.h"
+#include "api/node_gauges.h"
 #include "common/log.h"
 
 namespace endure::agent::health {
@@ -56,6 +58,7 @@ std::vector<Finding> FsxCheck::run() {
   std::vector<Finding> findings;
   try {
     // The thread gets copies of the probe and the expectations, never this check.
+    const auto started = std::chrono::steady_clock::now();
     findings = probe_.run_or_report_hang(
         [fn = probe_fn_, expect = expect_] {
           std::vector<Finding> found;
@@ -63,10 +66,20 @@ std::vector<Finding> FsxCheck::run() {
           return found;
         },
         std::chrono::milliseconds(expect_.fsx_timeout_ms), "fsx-hang", "fsx", expect_.fsx_path);
+    bool hung = std::any_of(findings.begin(), findings.end(),
+                            [](const Finding& f) { return f.kind == "fsx-hang"; });
+    // A probe still stuck from before returns at once: report the bound, not that instant.
+    probe_seconds_ =
+        hung ? expect_.fsx_timeout_ms / 1000.0
+             : std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   } catch (const std::exception& e) {
     log::warn("fsx check: {}", e.what());
   }
   return findings;
+}
+
+void FsxCheck::gauges(json& out) const {
+  if (probe_seconds_ >= 0) out[api::gauge::kFsxProbeSeconds] = probe_seconds_;
 }
 
 }  // namespace endure::agent::health

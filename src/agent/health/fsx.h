@@ -29,11 +29,14 @@ class FsxCheck : public HealthCheck {
   // while an earlier probe is still stuck (no second one is started then); fsx-error or
   // disk-full from the probe otherwise.
   std::vector<Finding> run() override;
+  // fsx_probe_seconds: how long the last run waited for its probe (the timeout when hung).
+  void gauges(json& out) const override;
 
  private:
   NodeExpectations expect_;
   FsxProbe probe_fn_;
   BoundedProbe probe_;
+  double probe_seconds_ = -1;
 };
 
 }  // namespace endure::agent::health

@@ -54,6 +54,13 @@ std::vector<Finding> run_all(const std::vector<std::unique_ptr<HealthCheck>>& ch
   return all;
 }
 
+json gather_gauges(const std::vector<std::unique_ptr<HealthCheck>>& checks) {
+  json out = json::object();
+  resource_gauges(out);
+  for (const auto& check : checks) check->gauges(out);
+  return out;
+}
+
 BoundedProbe::BoundedProbe() : state_(std::make_shared<State>()) {}
 
 BoundedProbe::Result BoundedProbe::run(Probe probe, std::chrono::milliseconds timeout) {

@@ -33,6 +33,9 @@ class HealthCheck {
   // Looks once and returns the faults present now (empty: healthy). Returns within its
   // own time bound, even when what it probes hangs.
   virtual std::vector<Finding> run() = 0;
+  // What its last run() measured, as node gauges (api/node_gauges.h keys) for endured's
+  // /metrics: the same numbers the check judged by, never measured again. Default: none.
+  virtual void gauges(json& out) const { (void)out; }
 };
 
 // What a healthy node looks like, from its instance type; thresholds are documented in
@@ -65,6 +68,10 @@ std::vector<std::unique_ptr<HealthCheck>> continuous_checks(const NodeExpectatio
 
 // Runs checks and gathers their findings.
 std::vector<Finding> run_all(const std::vector<std::unique_ptr<HealthCheck>>& checks);
+
+// The node's gauges after a round of run_all: every check's, plus the load average and
+// memory (resources.h), as the heartbeat's Metrics object.
+json gather_gauges(const std::vector<std::unique_ptr<HealthCheck>>& checks);
 
 // Runs a blocking probe (file-system I/O, an NVML call) in a detached thread and waits for
 // it at most a timeout. A call stuck in the kernel (hung NFS, dying disk, wedged driver)

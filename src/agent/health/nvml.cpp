@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <exception>
 #include <map>
 #include <string>
 
 #include "agent/health/nvml_library.h"
+#include "api/node_gauges.h"
 #include "common/log.h"
 
 namespace endure::agent::health {
@@ -28,6 +30,9 @@ struct NvmlCheck::Session {
   explicit Session(std::string library) : nvml(std::move(library)) {}
   NvmlLibrary nvml;
   std::map<unsigned int, unsigned long long> ecc_baseline;  // GPU index → first count
+  // The last look's numbers for the node gauges (written by the probe thread); -1: none.
+  std::atomic<long long> seen_gpus{-1};
+  std::atomic<long long> seen_ecc{-1};
 
   std::vector<Finding> look(int expected_gpus, bool continuous) {
     std::vector<Finding> findings;
@@ -42,6 +47,7 @@ struct NvmlCheck::Session {
       findings.push_back(nvml_finding("nvmlDeviceGetCount_v2: " + nvml.error_text(rc)));
       return findings;
     }
+    seen_gpus = count;
     if (static_cast<long>(count) != expected_gpus) {
       findings.push_back({"gpu-count", "nvml",
                           fmt::format("expected {} GPUs, NVML sees {}", expected_gpus, count)});
@@ -51,6 +57,7 @@ struct NvmlCheck::Session {
     auto get_handle = nvml.fn<nvml::GetHandleFn>("nvmlDeviceGetHandleByIndex_v2");
     auto get_ecc = nvml.fn<GetEccFn>("nvmlDeviceGetTotalEccErrors");
     std::string rose;
+    long long ecc_total = 0;
     for (unsigned int i = 0; i < count; ++i) {
       nvml::Device dev = nullptr;
       rc = get_handle(i, &dev);
@@ -66,11 +73,13 @@ struct NvmlCheck::Session {
             nvml_finding(fmt::format("GPU {}: ECC counters: {}", i, nvml.error_text(rc))));
         continue;
       }
+      ecc_total += static_cast<long long>(ecc);
       auto [it, first] = ecc_baseline.emplace(i, ecc);
       if (!first && ecc > it->second) {
         rose += fmt::format("{}GPU {}: {} -> {}", rose.empty() ? "" : "; ", i, it->second, ecc);
       }
     }
+    seen_ecc = ecc_total;
     if (!rose.empty()) {
       findings.push_back(
           {"ecc", "nvml", "uncorrected volatile ECC errors rose since the first look: " + rose});
@@ -99,6 +108,12 @@ std::vector<Finding> NvmlCheck::run() {
     log::warn("nvml check: {}", e.what());
   }
   return findings;
+}
+
+void NvmlCheck::gauges(json& out) const {
+  if (!session_) return;
+  if (long long n = session_->seen_gpus; n >= 0) out[api::gauge::kGpus] = n;
+  if (long long n = session_->seen_ecc; n >= 0) out[api::gauge::kGpuEccUncorrected] = n;
 }
 
 }  // namespace endure::agent::health

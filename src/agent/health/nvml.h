@@ -22,6 +22,8 @@ class NvmlCheck : public HealthCheck {
   // gpu-count when NVML sees another number of GPUs than expect.gpus; continuous only: ecc
   // when a GPU's uncorrected volatile ECC count is above what it was at the first run.
   std::vector<Finding> run() override;
+  // gpus and gpu_ecc_uncorrected (summed over GPUs) from the last look that got them.
+  void gauges(json& out) const override;
 
  private:
   struct Session;  // the library and the ECC baseline, shared with the probe thread

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "api/node_gauges.h"
 #include "common/log.h"
 
 namespace endure::agent::health {
@@ -29,6 +30,21 @@ int usable_cpus() {
     if (err != EINVAL) return 0;
   }
   return 0;
+}
+
+void resource_gauges(json& out) {
+  std::ifstream load("/proc/loadavg");
+  double load1 = 0;
+  if (load >> load1) out[api::gauge::kLoad1] = load1;
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  long long kb = 0;
+  std::string unit;
+  while (in >> key >> kb) {
+    std::getline(in, unit);
+    if (key == "MemTotal:") out[api::gauge::kMemTotalBytes] = kb * 1024;
+    if (key == "MemAvailable:") out[api::gauge::kMemAvailableBytes] = kb * 1024;
+  }
 }
 
 long mem_total_mib() {

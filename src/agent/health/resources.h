@@ -14,6 +14,10 @@ int usable_cpus();
 // MemTotal from /proc/meminfo in MiB; -1 when it cannot be read.
 long mem_total_mib();
 
+// The 1-minute load average and MemTotal/MemAvailable in bytes (api/node_gauges.h keys),
+// from /proc/loadavg and /proc/meminfo; a value that cannot be read is left out.
+void resource_gauges(json& out);
+
 class CpuCheck : public HealthCheck {
  public:
   explicit CpuCheck(const NodeExpectations& expect) : expected_(expect.cpus) {}

@@ -100,6 +100,7 @@ const std::map<std::string, Field>& fields() {
       {"bucket_mb", number(&TrainConfig::bucket_mb, 0.001f, 4096)},
       {"rendezvous", path(&TrainConfig::rendezvous)},
       {"comm_timeout", number(&TrainConfig::comm_timeout, 1, 86400)},
+      {"peak_tflops", number(&TrainConfig::peak_tflops, 0, 1e6f)},
   };
   return table;
 }

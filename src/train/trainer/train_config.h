@@ -7,7 +7,8 @@
 //    "eval_every": 100, "eval_batches": 8,
 //    "ckpt_dir": "DIR", "ckpt_every": 100, "keep_last": 3, "keep_every": 0,
 //    "ckpt_local": "", "ckpt_memory": "", "log": "",
-//    "zero": 0, "global_batch": 0, "bucket_mb": 8, "rendezvous": "", "comm_timeout": 120}
+//    "zero": 0, "global_batch": 0, "bucket_mb": 8, "rendezvous": "", "comm_timeout": 120,
+//    "peak_tflops": 0}
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,10 @@
 #include "common/result.h"
 
 namespace endure::train {
+
+// A core's fp32 peak assumed when peak_tflops is not given: two AVX2 FMA units (32 FLOP a
+// cycle) at 2 GHz. An estimate: give peak_tflops for the machine's real figure.
+inline constexpr double kCpuThreadPeakTflops = 0.064;
 
 struct TrainConfig {
   std::filesystem::path data;  // an `endure-data prepare` folder
@@ -53,6 +58,9 @@ struct TrainConfig {
   float bucket_mb = 8;               // stages 0, 1: gradient all-reduce buckets
   std::filesystem::path rendezvous;  // a folder every rank sees; "": ckpt_dir/rendezvous
   float comm_timeout = 120;          // seconds: a rank gone longer fails the step
+  // One rank's peak dense FLOP/s in TFLOP/s, the denominator of model FLOPs utilisation
+  // (the step lines' "mfu"). 0: threads x kCpuThreadPeakTflops.
+  float peak_tflops = 0;
 
   // Every key above; unknown keys and wrong types fail with "ValidationException" naming
   // the key, as does any rule broken (positive sizes, warmup < steps, min_lr <= lr, ...).

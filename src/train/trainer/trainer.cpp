@@ -15,6 +15,7 @@
 #include "endure/data.h"
 #include "endure/model.h"
 #include "endure/zero.h"
+#include "train/trainer/metrics_reporter.h"
 #include "train/trainer/ranks.h"
 #include "train/trainer/sharded_checkpoint.h"
 
@@ -110,6 +111,7 @@ struct Trainer::Impl {
   std::string resumed_tier;
   int threads = 1;
   FILE* log = nullptr;
+  std::unique_ptr<MetricsReporter> reporter;  // rank 0 in a job on an endure cluster
 
   ~Impl() {
     if (log) std::fclose(log);
@@ -125,6 +127,15 @@ struct Trainer::Impl {
       std::fputs(text.c_str(), log);
       std::fflush(log);
     }
+    if (reporter) reporter->add(line);
+  }
+
+  // Model FLOPs utilisation: the model's FLOPs a second over every rank's peak.
+  double mfu(double tokens_per_s) const {
+    const double peak_tflops =
+        config.peak_tflops > 0 ? config.peak_tflops : threads * kCpuThreadPeakTflops;
+    return static_cast<double>(model_config.flops_per_token()) * tokens_per_s /
+           (peak_tflops * 1e12 * ranks.world);
   }
 
   int seq_len() const { return model_config.seq_len; }
@@ -362,6 +373,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
   const char* resume_count = std::getenv("ENDURE_AUTO_RESUME_COUNT");
   const char* resume_reason = std::getenv("ENDURE_AUTO_RESUME_REASON");
   const char* restart_count = std::getenv("SLURM_RESTART_COUNT");  // a requeued job
+  if (t.ranks.rank == 0) t.reporter = MetricsReporter::from_environment();
   t.emit({{"start", true},
           {"resumed_from", t.resumed_from ? json(*t.resumed_from) : json()},
           {"resumed_tier", t.resumed_from ? json(t.resumed_tier) : json()},
@@ -414,6 +426,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
             {"grad_norm", *norm},
             {"step_ms", dt * 1e3},
             {"tokens_per_s", tokens_per_step / dt},
+            {"mfu", t.mfu(tokens_per_step / dt)},
             {"comm_ms", t.engine->comm_seconds() * 1e3},
             {"comm_exposed_ms", t.engine->exposed_seconds() * 1e3},
             {"elapsed_s", now_seconds() - start}});

@@ -1,0 +1,40 @@
+// The gauges an agent sends with each heartbeat (AgentHeartbeatRequest::metrics, a JSON
+// object {key: number}), named once for both sides: the agent writes the keys, endured's
+// /metrics shows each as its metric, labelled by cluster and node, and ignores any other key.
+#pragma once
+
+#include <array>
+
+namespace endure::api::gauge {
+
+inline constexpr const char* kLoad1 = "load1";
+inline constexpr const char* kMemTotalBytes = "mem_total_bytes";
+inline constexpr const char* kMemAvailableBytes = "mem_available_bytes";
+inline constexpr const char* kLocalDiskSizeBytes = "local_disk_size_bytes";
+inline constexpr const char* kLocalDiskFreeBytes = "local_disk_free_bytes";
+inline constexpr const char* kFsxProbeSeconds = "fsx_probe_seconds";
+inline constexpr const char* kGpus = "gpus";
+inline constexpr const char* kGpuEccUncorrected = "gpu_ecc_uncorrected";
+
+struct NodeGauge {
+  const char* key;     // in the heartbeat
+  const char* metric;  // on /metrics
+  const char* help;
+};
+
+inline constexpr std::array kNodeGauges = {
+    NodeGauge{kLoad1, "endure_node_load1", "The node's 1-minute load average."},
+    NodeGauge{kMemTotalBytes, "endure_node_memory_total_bytes", "The node's MemTotal."},
+    NodeGauge{kMemAvailableBytes, "endure_node_memory_available_bytes", "The node's MemAvailable."},
+    NodeGauge{kLocalDiskSizeBytes, "endure_node_local_disk_size_bytes",
+              "Size of the node's local disk."},
+    NodeGauge{kLocalDiskFreeBytes, "endure_node_local_disk_free_bytes",
+              "Free space of the node's local disk for unprivileged writers."},
+    NodeGauge{kFsxProbeSeconds, "endure_node_fsx_probe_seconds",
+              "Time of the node's last /fsx write-read probe (the timeout when it hung)."},
+    NodeGauge{kGpus, "endure_node_gpus", "GPUs NVML sees on the node."},
+    NodeGauge{kGpuEccUncorrected, "endure_node_gpu_ecc_uncorrected_errors",
+              "Uncorrected volatile ECC errors over the node's GPUs, as NVML counts them."},
+};
+
+}  // namespace endure::api::gauge
