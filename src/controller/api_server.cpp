@@ -42,6 +42,15 @@ ApiServer::ApiServer(ApiRouter& router, std::string operator_token)
 ApiServer::~ApiServer() { stop(); }
 
 void ApiServer::serve(httplib::Server& server, bool agents_only) {
+  // httplib's default also sets SO_REUSEPORT, which lets a second endured bind the same
+  // port and take half the calls; a port in use must be an error.
+  server.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  // A reply written as headers then body waits for the client's delayed ACK (~40 ms)
+  // under Nagle on a kept-alive connection, as Prometheus' scrapes are: send at once.
+  server.set_tcp_nodelay(true);
   server.Post(R"(/v1/([A-Za-z]+))", [this, agents_only](const httplib::Request& req,
                                                         httplib::Response& res) {
     std::string action = req.matches[1];

@@ -477,8 +477,8 @@ def main():
     artifacts = (Path(args.artifacts) / "console" if args.artifacts
                  else build / "test-artifacts" / "console")
     artifacts.mkdir(parents=True, exist_ok=True)
-    for old in artifacts.glob("*.png"):
-        old.unlink()
+    for old in [*artifacts.glob("*.png"), artifacts / "endured.log"]:  # a past run's
+        old.unlink(missing_ok=True)
     if os.geteuid() != 0:
         print("console_test: needs root (endured's local nodes are Linux namespaces)")
         return 1
