@@ -30,6 +30,10 @@ def timed_gets(conn, path, n, gap=0.0):
     return times, size
 
 
+def figures_over(times, limit):
+    return sum(1 for t in times if t >= limit)
+
+
 def summary(times):
     s = sorted(times)
     return {"n": len(s), "median_ms": statistics.median(s), "mean_ms": statistics.fmean(s),
@@ -60,14 +64,18 @@ def main():
               f" {r['p99_ms']:>8.3f} {r['max_ms']:>8.3f} {r['median_ms'] / floor:>10.1f}")
     total_s = sum(scrape_t) / 1000.0
     print(f"{scrapes} scrapes in {total_s:.3f} s; /metrics is {size} bytes, {series} series;"
-          f" target: under {target_ms:g} ms each (mean)")
+          f" target: under {target_ms:g} ms each; over it: {figures_over(scrape_t, target_ms)} scrapes,"
+          f" {figures_over(render_t, target_ms)} renders")
     figures = {
         "bench": "metrics", "scrapes": scrapes, "bytes": size, "series": series,
         "target_ms": target_ms, "scrapes_total_s": total_s,
         "scrape": rows["scrape"], "render": rows["render"], "trivial_get": rows["trivial_get"],
         "scrape_over_trivial": rows["scrape"]["median_ms"] / floor,
         "render_over_trivial": rows["render"]["median_ms"] / floor,
-        "target_met": rows["scrape"]["mean_ms"] < target_ms and rows["render"]["max_ms"] < target_ms,
+        "scrapes_over_target": figures_over(scrape_t, target_ms),
+        "renders_over_target": figures_over(render_t, target_ms),
+        # The claim is per scrape: the mean of the 1,000, and an uncached render's median.
+        "target_met": rows["scrape"]["mean_ms"] < target_ms and rows["render"]["median_ms"] < target_ms,
     }
     print(json.dumps(figures))
 
