@@ -2,6 +2,8 @@
 // and its curve, through the store and the TrainingService that answers the API.
 #include <gtest/gtest.h>
 
+#include "common/ids.h"
+#include "controller/training_metrics.h"
 #include "controller/training_service.h"
 #include "support/store_fixture.h"
 
@@ -110,6 +112,27 @@ TEST_F(TrainingStoreTest, BadReportsAreRefusedNamingTheFieldAndChangeNothing) {
   auto unknown = service.get_metrics({{"ClusterName", "ml"}, {"JobId", 5}});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().code, "ResourceNotFound");
+}
+
+TEST_F(TrainingStoreTest, MetricsShowTheNewestStepOfALiveRun) {
+  const double now = ids::now_seconds();
+  json batch = {{{"start", true}, {"time", now - 5}, {"resume", 1}},
+                step(41, now - 2, 2.5, 1),
+                {{"checkpoint", 40}, {"stall_ms", 30.0}, {"time", now - 1}, {"resume", 1}}};
+  ASSERT_TRUE(store_->put_training_records(cluster_.id, 7, batch).ok());
+  metrics::TextWriter out;
+  controller::training_families (*store_)(out);
+  const std::string& text = out.text();
+  EXPECT_NE(text.find("# TYPE endure_train_loss gauge"), std::string::npos) << text;
+  EXPECT_NE(text.find("endure_train_loss{cluster=\"ml\",job=\"7\"} 2.5\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("endure_train_step{cluster=\"ml\",job=\"7\"} 41\n"), std::string::npos);
+  EXPECT_NE(text.find("endure_train_resumes_total{cluster=\"ml\",job=\"7\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("endure_train_checkpoint_stall_seconds{cluster=\"ml\",job=\"7\"} 0.03\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("endure_train_running{cluster=\"ml\",job=\"7\"} 1\n"), std::string::npos);
 }
 
 TEST(TrainingStatus, RunningUntilAMinuteOfSilenceUnlessItEnded) {
