@@ -34,14 +34,18 @@ if [ ! -x "$bin/endured" ] || [ ! -x "$bin/endure-train" ]; then
 fi
 seed=${ENDURE_DEMO_SEED:-$RANDOM}
 steps=${ENDURE_DEMO_STEPS:-600}
-port=${ENDURE_DEMO_PORT:-7117}
+port=${ENDURE_DEMO_PORT:-}
+if [ -z "$port" ]; then  # endured's default port, or the next free one
+  for port in $(seq 7117 7199); do ss -Hltn "sport = :$port" | grep -q . || break; done
+fi
 mkdir -p "$out"
-rm -f "$out"/{faulty,reference}.stamped.jsonl "$out"/faults.json "$out"/events.json
+rm -f "$out"/*.jsonl "$out"/{faults,events,report}.json "$out"/*.out "$out"/loss.png
 
 # A private home, so the demo never touches a real ~/.endure or its controller. Three faults
 # are three resumes of one job; a node judged hung while the 2 cores are busy would be a
 # fourth, which the run survives the same.
-export ENDURE_HOME=${ENDURE_HOME:-$(mktemp -d /tmp/endure-demo-XXXXXX)}
+ENDURE_HOME=$(mktemp -d /tmp/endure-demo-XXXXXX)
+export ENDURE_HOME
 echo '{"AutoResumeMaxResumes": 10}' >"$ENDURE_HOME/config.json"
 endure() { "$bin/endure" "$@"; }
 elapsed() { "$py" -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$(date +%s.%N)"; }
@@ -79,7 +83,7 @@ echo "   console: http://127.0.0.1:$port/console/  (token: $ENDURE_HOME/token)"
 echo "   fault seed: $seed  (ENDURE_DEMO_SEED=$seed repeats these faults)"
 
 echo "== create-cluster: 1 controller + 4 workers + 1 warm spare"
-timeout 300 "$bin/endure" create-cluster --cli-input-json "file://$demo/cluster.json" --wait | grep '^\['
+timeout 300 "$bin/endure" create-cluster --cli-input-json "file://$demo/cluster.json" --wait >/dev/null
 for _ in $(seq 150); do  # the spare is ready a moment after the workers
   spares=$(endure describe-cluster --cluster-name demo |
     "$py" -c "import json,sys; print(sum(g.get('CurrentWarmSpares', 0) for g in json.load(sys.stdin)['InstanceGroups']))")
@@ -104,7 +108,8 @@ submit() {
 }
 wait_job() {
   endure exec --cluster-name demo --node controller-0 -- bash -c \
-    "for _ in \$(seq 3000); do [ -z \"\$(squeue -h -j $1)\" ] && exit 0; sleep 0.2; done; exit 1"
+    "for _ in \$(seq 1500); do [ -z \"\$(squeue -h -j $1)\" ] && exit 0; sleep 0.2; done; exit 1" ||
+    { echo "demo: job $1 did not end in 5 minutes" >&2; exit 1; }
 }
 
 echo "== training: Llama ($steps steps) on 4 workers, srun --auto-resume=1, ZeRO-2, ckpt every 10 steps"
@@ -121,7 +126,7 @@ targets=$(printf 'worker-%s\n' 0 1 2 3 | grep -vx "$batch_host" | paste -sd,)
 echo "   job $job, rank 0 on $batch_host; faults go to $targets at random steps:"
 "$py" "$demo/drive.py" --log "$fsx/faulty.jsonl" --stamped "$out/faulty.stamped.jsonl" \
   --faults "$out/faults.json" --seed "$seed" --steps "$steps" --nodes "$targets" \
-  --endure "$bin/endure" &
+  --endure "$bin/endure" --job-out "$fsx/faulty-$job.out" &
 drive_pid=$!
 wait "$drive_pid" || { echo "demo: the fault driver failed; the job's output:" >&2
   cat "$fsx"/faulty-*.out >&2; exit 1; }
@@ -132,15 +137,15 @@ echo "   $(grep 'srun rc' "$fsx/faulty-$job.out"), $(elapsed "$t_train") s"
 echo "== the same run without faults, for the bitwise check"
 t_ref=$(date +%s.%N)
 ref=$(submit reference)
-"$py" "$demo/drive.py" --log "$fsx/reference.jsonl" --stamped "$out/reference.stamped.jsonl"
 wait_job "$ref"
 echo "   job $ref: $(grep 'srun rc' "$fsx/reference-$ref.out"), $(elapsed "$t_ref") s"
 
 endure list-cluster-events --cluster-name demo --max-results 10000 >"$out/events.json"
+cp "$fsx/faulty-$job.out" "$fsx/reference-$ref.out" "$fsx"/{faulty,reference}.jsonl "$out/"  # for a look later
 echo
 report_rc=0
 "$py" "$demo/report.py" --stamped "$out/faulty.stamped.jsonl" --faults "$out/faults.json" \
-  --events "$out/events.json" --reference "$out/reference.stamped.jsonl" \
+  --events "$out/events.json" --log "$out/faulty.jsonl" --reference "$out/reference.jsonl" \
   --ckpt "$fsx/ckpt-faulty" --reference-ckpt "$fsx/ckpt-reference" --out "$out/report.json" || report_rc=$?
 "$py" "$demo/plot.py" --stamped "$out/faulty.stamped.jsonl" --report "$out/report.json" \
   --out "$out/loss.png"

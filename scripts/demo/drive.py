@@ -2,11 +2,10 @@
 """The demo's fault driver: follows endure-train's log on /fsx, stamps each line with the
 host's wall time as it appears (the trainer's lines carry no clock of their own), and
 injects the planned faults one at a time at random steps, each only after the step runs
-again from the previous one. Ends when the run logs "done".
+again from the previous one. Ends when the run logs "done" (fails when the job ends first).
 
-  drive.py --log FSX/faulty.jsonl --stamped OUT/faulty.stamped.jsonl \
-           --faults OUT/faults.json --seed 42 --steps 600 --nodes worker-1,worker-2,worker-3
-  drive.py --log FSX/reference.jsonl --stamped OUT/reference.stamped.jsonl   (stamps only)
+  drive.py --log FSX/faulty.jsonl --stamped OUT/faulty.stamped.jsonl --faults OUT/faults.json \
+           --seed 42 --steps 600 --nodes worker-1,worker-2,worker-3 --job-out FSX/faulty-1.out
 
 Writes the stamped lines (each the trainer's JSON with "t": seconds since the epoch) and the
 faults made: [{kind, node, target_step, step, t}].
@@ -26,8 +25,9 @@ RECOVERY_TIMEOUT_S = 150
 class Follower:
     """Reads the log's new complete lines, stamps them and keeps the run's shape."""
 
-    def __init__(self, path, stamped_path):
+    def __init__(self, path, stamped_path, job_out=None):
         self.path = path
+        self.job_out = job_out  # the job's output, whose "srun rc=" line says the job ended
         self.out = open(stamped_path, "a")
         self.offset = 0
         self.partial = b""
@@ -74,8 +74,20 @@ class Follower:
                 sys.exit(f"drive: the run ended before {what}")
             if time.time() > deadline:
                 sys.exit(f"drive: no {what} after {timeout} s")
+            if self.job_ended():
+                self.poll()  # the log's last lines
+                if not until():
+                    sys.exit(f"drive: the job ended before {what}")
+                return
             time.sleep(POLL_S)
             self.poll()
+
+    def job_ended(self):
+        try:
+            with open(self.job_out) as f:
+                return "srun rc=" in f.read()
+        except (TypeError, FileNotFoundError):
+            return False
 
 
 def plan_faults(rng, steps, nodes):
@@ -111,10 +123,11 @@ def main():
     p.add_argument("--nodes", default="", help="workers the faults may hit, comma separated")
     p.add_argument("--cluster", default="demo")
     p.add_argument("--endure", default="endure")
+    p.add_argument("--job-out", help="the job's output file")
     p.add_argument("--start-timeout", type=float, default=120)
     a = p.parse_args()
 
-    run = Follower(a.log, a.stamped)
+    run = Follower(a.log, a.stamped, a.job_out)
     run.wait(lambda: run.try_steps > 0, a.start_timeout, "first step")
     made = []
     if a.faults:

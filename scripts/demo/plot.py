@@ -52,7 +52,7 @@ def main():
         c = colours[i % len(colours)]
         ax_loss.plot(t, [s["loss"] for s in tr["steps"]], color=c, lw=1.1, label=label)
         ax_step.plot(t, [s["step"] for s in tr["steps"]], color=c, lw=1.6)
-    for f in report["faults"]:
+    for i, f in enumerate(report["faults"]):
         x = f["t"] - t0
         label = f"{f['kind']} on {f['node']}\nat step {f['step']}"
         for ax in (ax_loss, ax_step):
@@ -60,7 +60,8 @@ def main():
             if "running_s" in f:
                 ax.axvspan(x, x + f["running_s"], color="crimson", alpha=0.12)
         ax_loss.annotate(label, xy=(x, 1), xycoords=("data", "axes fraction"),
-                         xytext=(4, -4), textcoords="offset points", va="top", fontsize=8.5,
+                         xytext=(4, -4 - 26 * (i % 2)), textcoords="offset points", va="top",
+                         fontsize=8.5,
                          color="crimson")
         if "steps_lost" in f:
             ax_step.annotate(f"{f.get('running_s', 0):.1f} s, {f['steps_lost']} steps lost",

@@ -37,6 +37,16 @@ def tries_of(lines):
     return tries, done
 
 
+def after_done(path):
+    """The start lines logged after the first "done": tries of a step that had already ended."""
+    out, done = [], False
+    for line in read_lines(path):
+        done = done or bool(line.get("done"))
+        if done and line.get("start"):
+            out.append(line)
+    return out
+
+
 def event_time(event):
     return datetime.datetime.strptime(event["EventTime"], "%Y-%m-%dT%H:%M:%S.%fZ").replace(
         tzinfo=datetime.timezone.utc).timestamp()
@@ -129,13 +139,16 @@ def main():
     p.add_argument("--stamped", required=True)
     p.add_argument("--faults", required=True)
     p.add_argument("--events", required=True)
-    p.add_argument("--reference", required=True, help="the fault-free run's stamped log")
+    p.add_argument("--log", help="the trainer's own log, read to the job's end")
+    p.add_argument("--reference", required=True, help="the fault-free run's log")
     p.add_argument("--ckpt", required=True)
     p.add_argument("--reference-ckpt", required=True)
     p.add_argument("--out", required=True)
     a = p.parse_args()
 
-    tries, done = tries_of(read_lines(a.stamped))
+    lines = read_lines(a.stamped)
+    tries, done = tries_of(lines)
+    stalls = sorted(line["stall_ms"] for line in lines if "checkpoint" in line and "stall_ms" in line)
     ref_tries, ref_done = tries_of(read_lines(a.reference))
     with open(a.faults) as f:
         faults = json.load(f)
@@ -149,9 +162,9 @@ def main():
     final_step = max(kept) if kept else 0
     wall = (done or tries[-1]["steps"][-1])["t"] - tries[0]["start"]["t"]
     productive = sum(dt for dt, _ in kept.values())
-    ref_kept = kept_steps(ref_tries)
-    ref_wall = (ref_done["t"] - ref_tries[0]["start"]["t"]) if ref_done else None
-    same_losses = all(ref_kept.get(s, (0, None))[1] == loss for s, (_, loss) in kept.items())
+    ref_losses = {s["step"]: s["loss"] for tr in ref_tries for s in tr["steps"]}
+    ref_wall = ref_done["seconds"] if ref_done else None  # its start line to its end
+    same_losses = all(ref_losses.get(s) == loss for s, (_, loss) in kept.items())
     check = final_checkpoint_check(a.ckpt, a.reference_ckpt, final_step)
 
     print("RECOVERY REPORT")
@@ -176,9 +189,17 @@ def main():
     extra = len(tries) - 1 - len(rows)
     if extra > 0:
         print(f"  note: {extra} more resume(s) than faults made (a node judged unhealthy on its own)")
+    after = after_done(a.log) if a.log else []
+    for start in after:
+        print(f"  note: after the run was done, srun --auto-resume=1 re-ran the step once more "
+              f"(resume {start.get('auto_resume_count')}, from step {start.get('resumed_from')}: "
+              f"{start.get('auto_resume_reason', '')[:60]}...)")
     print()
     print(f"tries of the step:        {len(tries)} (resumes: "
           f"{', '.join(str(t['start'].get('auto_resume_count')) for t in tries[1:]) or 'none'})")
+    if stalls:
+        print(f"checkpoints:              {len(stalls)} saved asynchronously, the step stalled "
+              f"{stalls[len(stalls) // 2]:.1f} ms for each (median; max {stalls[-1]:.1f} ms)")
     print(f"effective training time:  {productive:.1f} s productive / {wall:.1f} s wall = "
           f"{productive / wall:.3f}")
     print("  (productive: the time of the steps that were kept, each from the log line before "
@@ -188,7 +209,7 @@ def main():
               f"(the faults cost {wall - ref_wall:+.1f} s)")
     final_loss = kept[final_step][1] if kept else None
     print(f"final loss:               {final_loss:.4f} at step {final_step} "
-          f"(fault-free run: {ref_kept.get(final_step, (0, float('nan')))[1]:.4f}); "
+          f"(fault-free run: {ref_losses.get(final_step, float('nan')):.4f}); "
           f"every step's loss equal: {'yes' if same_losses else 'NO'}")
     print(f"final weights, step {final_step}, against the fault-free run "
           "(manifest checksums and SHA-256 of every rank's shard):")
@@ -202,7 +223,7 @@ def main():
 
     report = {"faults": rows, "tries": len(tries), "productive_s": productive, "wall_s": wall,
               "effective_ratio": productive / wall, "reference_wall_s": ref_wall,
-              "final_step": final_step, "final_loss": final_loss, "losses_equal": same_losses,
+              "checkpoints": len(stalls), "resumes_after_done": len(after), "final_step": final_step, "final_loss": final_loss, "losses_equal": same_losses,
               "bitwise": check, "t0": tries[0]["start"]["t"]}
     with open(a.out, "w") as f:
         json.dump(report, f, indent=1)
