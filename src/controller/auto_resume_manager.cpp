@@ -49,14 +49,17 @@ bool has_stale_steps(const store::ClusterRow& cluster, const slurm::SlurmClient&
 
 json auto_resume_status_json(const std::optional<store::AutoResumeRow>& row, int max_resumes) {
   if (!row) {
-    return {{"State", "None"}, {"ResumeCount", 0}, {"Reason", ""}, {"Message", ""},
+    return {{"State", "None"},
+            {"ResumeCount", 0},
+            {"Reason", ""},
+            {"Message", ""},
             {"MaxResumes", max_resumes}};
   }
-  return {{"JobId", row->job_id},       {"State", row->state},   {"Mode", row->mode},
-          {"ResumeCount", row->resumes}, {"Reason", row->reason}, {"Message", row->message},
-          {"Nodes", row->nodes},        {"FaultTime", row->fault_time},
-          {"ReadyTime", row->ready_time}, {"Overlap", row->overlap},
-          {"MaxResumes", max_resumes}};
+  return {
+      {"JobId", row->job_id},        {"State", row->state},          {"Mode", row->mode},
+      {"ResumeCount", row->resumes}, {"Reason", row->reason},        {"Message", row->message},
+      {"Nodes", row->nodes},         {"FaultTime", row->fault_time}, {"ReadyTime", row->ready_time},
+      {"Overlap", row->overlap},     {"MaxResumes", max_resumes}};
 }
 
 AutoResumeManager::AutoResumeManager(store::Store& store, const Config& config,
@@ -132,17 +135,19 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
   auto all_rows = store_.instances(cluster.id, false);
   for (const auto& name : names) nodes.push_back(step_node(instances, all_rows, name));
   double settle = config_.health_check_seconds + config_.heartbeat_seconds + 0.5;
-  auto judgement = judge_step(nodes, step_start, failed_at, settle);
+  auto row = store_.auto_resume(cluster.id, job_id);
+  const double handled_until = row && row->state == "Ready" ? row->ready_time : 0;
+  auto judgement = judge_step(nodes, step_start, failed_at, settle, handled_until);
   json reply = {{"Decision", decision_name(judgement.decision)},
                 {"Reason", judgement.reason},
                 {"FaultyNodes", judgement.faulty},
                 {"Resume", false},
                 {"MaxResumes", config_.auto_resume_max_resumes}};
-  auto row = store_.auto_resume(cluster.id, job_id);
   reply["ResumeCount"] = row ? row->resumes : 0;
   if (judgement.decision != StepDecision::kFault) {
     // A step srun called successful is not held back waiting for heartbeats.
-    if (request.value("Succeeded", false)) reply["Decision"] = decision_name(StepDecision::kHealthy);
+    if (request.value("Succeeded", false))
+      reply["Decision"] = decision_name(StepDecision::kHealthy);
     return reply;
   }
 
@@ -281,7 +286,8 @@ void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmV
   }
   double now = ids::now_seconds();
   for (auto& row : waiting) {
-    auto job = std::find_if(jobs->begin(), jobs->end(), [&](auto& j) { return j.id == row.job_id; });
+    auto job =
+        std::find_if(jobs->begin(), jobs->end(), [&](auto& j) { return j.id == row.job_id; });
     if (job == jobs->end() || job_ended(job->state)) {
       finish(cluster, row, "Failed",
              "the job ended (" + (job == jobs->end() ? std::string("gone") : job->state) +

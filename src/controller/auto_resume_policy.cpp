@@ -3,7 +3,7 @@
 namespace endure::controller {
 
 StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, double failed_at,
-                         double settle_seconds) {
+                         double settle_seconds, double handled_until) {
   StepJudgement j;
   // A verdict a moment before the step's recorded start still explains it: the start is
   // taken by the supervisor, not by Slurm.
@@ -11,7 +11,7 @@ StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, 
   for (const auto& n : nodes) {
     if (!n.known) continue;
     std::string why;
-    if (n.last_fault_time > 0 && n.last_fault_time >= step_start - slack) {
+    if (n.last_fault_time > handled_until && n.last_fault_time >= step_start - slack) {
       why = n.last_fault.empty() ? "judged unhealthy during the step" : n.last_fault;
     } else if (n.launch_time > step_start) {
       why = "replaced during the step";
@@ -44,9 +44,12 @@ StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, 
 
 const char* decision_name(StepDecision d) {
   switch (d) {
-    case StepDecision::kFault: return "Fault";
-    case StepDecision::kHealthy: return "Healthy";
-    case StepDecision::kPending: return "Pending";
+    case StepDecision::kFault:
+      return "Fault";
+    case StepDecision::kHealthy:
+      return "Healthy";
+    case StepDecision::kPending:
+      return "Pending";
   }
   return "Pending";
 }

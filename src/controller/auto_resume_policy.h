@@ -11,13 +11,14 @@ namespace endure::controller {
 // One node of a failed step, as endured sees it.
 struct StepNode {
   std::string name;
-  bool known = false;          // a node of this cluster
-  std::string status;          // its live instance's status (Running, Pending, ...)
-  std::string recovery;        // Reboot or Replace under way, else empty
-  double launch_time = 0;      // when its live instance was launched
-  double last_fault_time = 0;  // when its latest verdict was given, on any of its instances (0: none)
-  std::string last_fault;      // that verdict
-  double last_heartbeat = 0;   // time of its latest heartbeat (0: none heard)
+  bool known = false;      // a node of this cluster
+  std::string status;      // its live instance's status (Running, Pending, ...)
+  std::string recovery;    // Reboot or Replace under way, else empty
+  double launch_time = 0;  // when its live instance was launched
+  double last_fault_time =
+      0;                   // when its latest verdict was given, on any of its instances (0: none)
+  std::string last_fault;  // that verdict
+  double last_heartbeat = 0;  // time of its latest heartbeat (0: none heard)
 };
 
 enum class StepDecision {
@@ -36,9 +37,11 @@ struct StepJudgement {
 // recovery requested, was replaced (a newer instance), or is not Running now. The step is
 // healthy only when every node heartbeat at least settle_seconds after the failure (so its
 // health checks ran after it) and none is at fault. Unknown names are not endure's nodes
-// and are left out.
+// and are left out. A verdict at or before handled_until (when the job was last made whole
+// again after a fault) was that fault's, already repaired: with a warm spare the re-run can
+// start within the slack that lets a verdict just before the recorded start count.
 StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, double failed_at,
-                         double settle_seconds);
+                         double settle_seconds, double handled_until = 0);
 
 const char* decision_name(StepDecision d);
 

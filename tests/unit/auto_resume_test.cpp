@@ -59,9 +59,7 @@ TEST(HostlistTest, SuffixAfterTheBracket) {
   EXPECT_EQ(expand_ok("a[1-2]b"), (Hosts{"a1b", "a2b"}));
 }
 
-TEST(HostlistTest, SingleNumberInBrackets) {
-  EXPECT_EQ(expand_ok("w-[7]"), Hosts{"w-7"});
-}
+TEST(HostlistTest, SingleNumberInBrackets) { EXPECT_EQ(expand_ok("w-[7]"), Hosts{"w-7"}); }
 
 TEST(HostlistTest, MalformedExpressionsAreErrorsNamingThem) {
   struct Case {
@@ -78,8 +76,7 @@ TEST(HostlistTest, MalformedExpressionsAreErrorsNamingThem) {
                                          {"lone space", " "}}) {
     SCOPED_TRACE(c.name);
     auto r = slurm::expand_hostlist(c.expression);
-    ASSERT_FALSE(r.ok()) << "\"" << c.expression << "\" expanded to "
-                         << slurm::join_hostlist(*r);
+    ASSERT_FALSE(r.ok()) << "\"" << c.expression << "\" expanded to " << slurm::join_hostlist(*r);
     EXPECT_TRUE(contains(r.error().message, std::string("\"") + c.expression + "\""))
         << r.error().message;
   }
@@ -107,9 +104,9 @@ using controller::judge_step;
 using controller::StepDecision;
 using controller::StepNode;
 
-constexpr double kStart = 1000;    // the step started
-constexpr double kFailed = 1100;   // the step failed
-constexpr double kSettle = 5;      // heartbeats must come this long after the failure
+constexpr double kStart = 1000;   // the step started
+constexpr double kFailed = 1100;  // the step failed
+constexpr double kSettle = 5;     // heartbeats must come this long after the failure
 constexpr double kAfter = kFailed + kSettle + 1;  // a heartbeat late enough
 
 // A healthy node of the cluster: running since before the step, heard after the failure.
@@ -158,6 +155,19 @@ TEST(AutoResumePolicyTest, VerdictFromBeforeTheStepIsNotAFault) {
   auto j = judge_step({healthy("worker-0"), old}, kStart, kFailed, kSettle);
   EXPECT_EQ(j.decision, StepDecision::kHealthy) << j.reason;
   EXPECT_TRUE(j.faulty.empty());
+}
+
+// A warm spare makes the job whole within the slack: the re-run's own failure (or its
+// success) is not blamed on the fault the resume already repaired.
+TEST(AutoResumePolicyTest, AVerdictTheLastResumeRepairedIsNotAFaultOfTheReRun) {
+  StepNode repaired = healthy("worker-1");
+  repaired.last_fault_time = kStart - 0.8;  // within the slack
+  repaired.last_fault = "NodeUnhealthy: ecc";
+  auto j = judge_step({repaired}, kStart, kFailed, kSettle, /*handled_until=*/kStart - 0.2);
+  EXPECT_EQ(j.decision, StepDecision::kHealthy) << j.reason;
+  repaired.last_fault_time = kStart + 10;  // a new verdict after the job was whole again
+  j = judge_step({repaired}, kStart, kFailed, kSettle, kStart - 0.2);
+  EXPECT_EQ(j.decision, StepDecision::kFault);
 }
 
 TEST(AutoResumePolicyTest, NodeReplacedDuringTheStepIsAFault) {
@@ -425,8 +435,7 @@ TEST_F(AutoResumeStoreTest, ListsOnlyTheStateAndClusterAskedForByJobId) {
     EXPECT_EQ(r.state, "Waiting");
   }
   EXPECT_EQ(job_ids(store_->auto_resumes("bbbbbbbbbbbb", "Waiting")), std::vector<long long>{8});
-  EXPECT_EQ(job_ids(store_->auto_resumes("aaaaaaaaaaaa", "Failed")),
-            std::vector<long long>{100});
+  EXPECT_EQ(job_ids(store_->auto_resumes("aaaaaaaaaaaa", "Failed")), std::vector<long long>{100});
   EXPECT_TRUE(store_->auto_resumes("cccccccccccc", "Waiting").empty());
 }
 
@@ -526,16 +535,15 @@ TEST(AutoResumeConfigTest, TimeoutZeroRefusedNamingTheField) {
 TEST(AutoResumeSlurmConfTest, CliFilterDefaultsToNoKill) {
   const std::string lua = slurm::render_cli_filter();
   EXPECT_TRUE(contains(lua, "options[\"no-kill\"]")) << lua;
-  for (const char* fn :
-       {"function slurm_cli_setup_defaults(", "function slurm_cli_pre_submit(",
-        "function slurm_cli_post_submit("}) {
+  for (const char* fn : {"function slurm_cli_setup_defaults(", "function slurm_cli_pre_submit(",
+                         "function slurm_cli_post_submit("}) {
     EXPECT_TRUE(contains(lua, fn)) << fn;
   }
 }
 
 TEST(AutoResumeSlurmConfTest, SlurmConfLoadsTheLuaCliFilter) {
-  auto layout = test::layout_of(
-      {{"controller", "local.c1", 1}, {"worker", "local.c2", 2}}, {{"worker", "dev"}});
+  auto layout = test::layout_of({{"controller", "local.c1", 1}, {"worker", "local.c2", 2}},
+                                {{"worker", "dev"}});
   ASSERT_FALSE(layout.nodes.empty());
   const std::string conf = slurm::render_slurm_conf(layout);
   bool found = false;
