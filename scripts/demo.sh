@@ -53,10 +53,13 @@ elapsed() { "$py" -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1
 "$bin/endured" --home "$ENDURE_HOME" --port "$port" >"$ENDURE_HOME/endured.log" 2>&1 &
 endured_pid=$!
 drive_pid=
+gone=0
 cleanup() {
   [ -n "$drive_pid" ] && kill "$drive_pid" 2>/dev/null
   [ "$keep" = 1 ] && return
-  if ! timeout 120 "$bin/endure" delete-cluster --cluster-name demo --wait >/dev/null 2>&1; then
+  if timeout 120 "$bin/endure" delete-cluster --cluster-name demo --wait >/dev/null 2>&1; then
+    gone=1  # the home holds nothing a node uses any more: removed below, once endured stops
+  else
     # endured is gone (or stuck): end the nodes it started, each the first process of its
     # pid namespace (killing it ends the node), checked to be this demo's node by its argv.
     for f in "$ENDURE_HOME"/clusters/*/instances/*/host.pid; do
@@ -70,6 +73,7 @@ cleanup() {
   fi
   kill "$endured_pid" 2>/dev/null || true
   wait "$endured_pid" 2>/dev/null || true
+  [ "$gone" = 1 ] && rm -rf "$ENDURE_HOME"
 }
 trap cleanup EXIT
 for _ in $(seq 100); do [ -s "$ENDURE_HOME/endpoint" ] && break; sleep 0.1; done
