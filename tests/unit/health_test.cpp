@@ -2,8 +2,6 @@
 // probe that hangs), slurmd, CPUs, memory and NVML's absent-library paths.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
-
-#include "support/temp_dir.h"
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -27,6 +25,8 @@
 #include "agent/health/nvml.h"
 #include "agent/health/resources.h"
 #include "agent/health/slurmd.h"
+#include "api/node_gauges.h"
+#include "support/temp_dir.h"
 
 namespace endure::agent::health {
 namespace {
@@ -628,6 +628,21 @@ TEST_F(NvmlStandInTest, AMissingGpuIsAGpuCountFinding) {
   auto findings = NvmlCheck(expect_).run();
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].kind, "gpu-count");
+}
+
+// The heartbeat's GPU gauges are the numbers the check judged by, from the same library.
+TEST_F(NvmlStandInTest, TheGaugesAreWhatTheLastLookSaw) {
+  set_state(2, 3);
+  NvmlCheck check(expect_, /*continuous=*/true);
+  json none = json::object();
+  check.gauges(none);
+  EXPECT_TRUE(none.empty()) << none.dump();  // no look yet: no gauges
+  EXPECT_TRUE(check.run().empty());
+  json seen = json::object();
+  check.gauges(seen);
+  EXPECT_EQ(seen.value(api::gauge::kGpus, -1), 2) << seen.dump();
+  // The stand-in gives every GPU the same count: the gauge sums the node's GPUs.
+  EXPECT_EQ(seen.value(api::gauge::kGpuEccUncorrected, -1), 2 * 3) << seen.dump();
 }
 
 TEST_F(NvmlStandInTest, RisingUncorrectedEccIsAFinding) {
