@@ -146,8 +146,18 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
   reply["ResumeCount"] = row ? row->resumes : 0;
   if (judgement.decision != StepDecision::kFault) {
     // A step srun called successful is not held back waiting for heartbeats.
-    if (request.value("Succeeded", false))
+    if (request.value("Succeeded", false)) {
       reply["Decision"] = decision_name(StepDecision::kHealthy);
+    } else if (judgement.decision == StepDecision::kHealthy) {
+      // The answer "not a node fault" is the end of this failure: said once in the event log,
+      // so that the timeline and /metrics show why a job was not re-run.
+      std::string exit = request.contains("ExitStatus") ? request["ExitStatus"].dump() : "?";
+      auto ev = store_.append_event(
+          {0, cluster.id, 0, "Job", "", "", "", "AutoResumeDeclined",
+           "job " + std::to_string(job_id) + ": the step failed (exit status " + exit +
+               ") on healthy nodes: not a node fault, so it is not re-run"});
+      (void)log::ok(ev ? Status{} : Status(ev.error()), cluster.name + ": AutoResumeDeclined");
+    }
     return reply;
   }
 

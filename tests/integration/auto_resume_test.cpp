@@ -25,8 +25,8 @@ TEST_P(AutoResumeFault, ReRunsTheStepInTheSameJobOnTheRepairedNode) {
   Endured& e = *e_;
   auto before = nodes_by_name(e, name_);
   long long mark = last_event_id(e, name_);
-  auto injected = e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", c.node,
-                         "--kind", c.kind});
+  auto injected =
+      e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", c.node, "--kind", c.kind});
   ASSERT_EQ(injected.exit_code, 0) << injected.out << injected.err;
   ASSERT_TRUE(wait_job_end(job)) << job_output(job) << status(job).dump();
 
@@ -79,9 +79,16 @@ TEST_F(AutoResume, AnApplicationCrashOnHealthyNodesIsNotReRun) {
   std::string output = job_output(job);
   EXPECT_NE(output.find("srun rc=3"), std::string::npos) << output;
   EXPECT_NE(output.find("not re-run"), std::string::npos) << output;
-  for (const auto& s : json_lines(fsx_ / "run" / "starts.log")) EXPECT_EQ(s["count"], 0) << s.dump();
+  for (const auto& s : json_lines(fsx_ / "run" / "starts.log"))
+    EXPECT_EQ(s["count"], 0) << s.dump();
   EXPECT_EQ(status(job)["State"], "None");
-  for (const auto& [name, node] : nodes_by_name(e, name_)) EXPECT_EQ(node.status, "Running") << name;
+  for (const auto& [name, node] : nodes_by_name(e, name_))
+    EXPECT_EQ(node.status, "Running") << name;
+  // Why it was not re-run is in the timeline (and on /metrics).
+  auto declined = find_event(events_after(e, name_, 0), "", "AutoResumeDeclined");
+  ASSERT_FALSE(declined.is_null());
+  EXPECT_NE(declined["Description"].get<std::string>().find("exit status 3"), std::string::npos)
+      << declined.dump();
 }
 
 TEST_F(AutoResume, TheResumeBoundHolds) {
@@ -92,7 +99,9 @@ TEST_F(AutoResume, TheResumeBoundHolds) {
   ASSERT_TRUE(wait_progress(2));
   long long mark = last_event_id(e, name_);
   ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-1", "--kind",
-                   "crash"}).exit_code, 0);
+                   "crash"})
+                .exit_code,
+            0);
   // The re-run starts, then the second fault finds the bound spent.
   ASSERT_TRUE(wait_until(
       [&] {
@@ -106,7 +115,9 @@ TEST_F(AutoResume, TheResumeBoundHolds) {
   ASSERT_TRUE(wait_returned(e, name_, "worker-1", mark));
   std::this_thread::sleep_for(2s);
   ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-3", "--kind",
-                   "crash"}).exit_code, 0);
+                   "crash"})
+                .exit_code,
+            0);
   ASSERT_TRUE(wait_job_end(job, 90s)) << job_output(job);
   std::string output = job_output(job);
   EXPECT_EQ(output.find("srun rc=0"), std::string::npos) << output;
@@ -225,7 +236,6 @@ TEST_F(AutoResume, TheOptionBelongsToSrun) {
   EXPECT_EQ(denied.error().code, "Unauthorized");
 }
 
-
 // endured killed (kill -9) right after the fault and started again: the supervisor waits
 // for it, and the stored records carry the resume through.
 TEST_F(AutoResume, AControllerKilledDuringTheResumeStillResumesTheStep) {
@@ -234,10 +244,12 @@ TEST_F(AutoResume, AControllerKilledDuringTheResumeStillResumesTheStep) {
   ASSERT_NO_FATAL_FAILURE(start_running_job(units, &job));
   Endured& e = *e_;
   ASSERT_EQ(e.cli({"debug", "inject-fault", "--cluster-name", name_, "--node", "worker-2", "--kind",
-                   "crash"}).exit_code, 0);
+                   "crash"})
+                .exit_code,
+            0);
   // Let the failure reach the supervisor, then take endured away for a while.
-  ASSERT_TRUE(wait_until([&] { return job_output(job).find("auto_resume:") != std::string::npos; },
-                         30s))
+  ASSERT_TRUE(
+      wait_until([&] { return job_output(job).find("auto_resume:") != std::string::npos; }, 30s))
       << job_output(job);
   e.kill9();
   reap_orphan_instances();

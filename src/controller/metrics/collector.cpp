@@ -172,10 +172,11 @@ void Collector::write_events(TextWriter& out, const std::vector<ClusterView>& cl
   }
   out.family("endure_auto_resumes_total", "counter",
              "Auto-resume decisions and outcomes: granted, refused (resume bound reached), "
+             "declined (the step failed on healthy nodes), "
              "ready (job whole again), failed.");
   for (const auto& c : clusters) {
     counters(out, "endure_auto_resumes_total", "outcome", c.row.name, c.tally->auto_resumes,
-             {"granted", "refused", "ready", "failed"});
+             {"granted", "refused", "declined", "ready", "failed"});
   }
   out.family("endure_events_total", "counter", "Events written to the cluster's log, by type.");
   for (const auto& c : clusters) {

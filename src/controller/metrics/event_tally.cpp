@@ -79,6 +79,8 @@ void EventTally::fold(const store::EventRow& ev) {
     auto_resumes["granted"] += 1;
   } else if (type == "AutoResumeExhausted") {
     auto_resumes["refused"] += 1;
+  } else if (type == "AutoResumeDeclined") {
+    auto_resumes["declined"] += 1;
   } else if (type == "AutoResumeReady") {
     auto_resumes["ready"] += 1;
   } else if (type == "AutoResumeFailed") {

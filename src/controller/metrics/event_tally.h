@@ -32,7 +32,7 @@ class EventTally {
   std::map<std::string, double> events;            // by event type
   std::map<std::string, double> verdicts;          // NodeUnhealthy by fault kind
   std::map<std::string, double> recoveries;        // NodeRebooting / NodeReplacing by action
-  std::map<std::string, double> auto_resumes;      // by outcome: granted, refused, ready, failed
+  std::map<std::string, double> auto_resumes;      // by outcome: granted, refused, declined, ready, failed
   std::map<std::string, Histogram> to_drained;     // verdict → NodeDrained, by action
   std::map<std::string, Histogram> to_in_service;  // verdict → NodeReturnedToService
 

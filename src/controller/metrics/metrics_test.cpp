@@ -94,13 +94,15 @@ TEST(EventTally, RecoveriesTimedFromVerdictToDrainedAndBack) {
   t.fold(event(11, 205, "worker-2", "NodeReturnedToService", ""));
   t.fold(event(12, 300, "", "AutoResumeRequested", ""));
   t.fold(event(13, 301, "", "AutoResumeExhausted", ""));
+  t.fold(event(14, 302, "", "AutoResumeDeclined", "exit status 3 on healthy nodes"));
 
-  EXPECT_EQ(t.cursor(), 13);
+  EXPECT_EQ(t.cursor(), 14);
   EXPECT_EQ(t.verdicts["hang"], 1);
   EXPECT_EQ(t.recoveries["Reboot"], 2);
   EXPECT_EQ(t.recoveries["Replace"], 1);
   EXPECT_EQ(t.auto_resumes["granted"], 1);
   EXPECT_EQ(t.auto_resumes["refused"], 1);
+  EXPECT_EQ(t.auto_resumes["declined"], 1);
   EXPECT_EQ(t.events["NodeDrained"], 3);
   // worker-1 drained once in its recovery (0.5 s), as a Reboot; worker-2 in 1 s.
   ASSERT_EQ(t.to_drained["Reboot"].count(), 2u);
