@@ -12,6 +12,13 @@ Status non_empty(const char* field, const std::string& value) {
   return {};
 }
 
+// The job a job's call names: ClusterName and a positive JobId.
+Status cluster_and_job(const std::string& cluster_name, long long job_id) {
+  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
+  if (job_id <= 0) return invalid(std::string(field::kJobId) + ": must be a positive integer");
+  return {};
+}
+
 template <class Request, class Reply>
 ActionFields action(const char* name) {
   return {name, codec::field_list<Request>(), codec::field_list<Reply>()};
@@ -179,8 +186,7 @@ Status AgentReportLifecycleRequest::check() const {
 }
 
 Status AutoResumeStepFailedRequest::check() const {
-  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
-  if (job_id <= 0) return invalid(std::string(field::kJobId) + ": must be a positive integer");
+  if (Status s = cluster_and_job(cluster_name, job_id); !s) return s;
   // Nodes wins when it lists any; NodeList is the fallback (endured expands it).
   if ((!nodes || nodes->empty()) && !node_list) {
     return invalid(std::string(field::kNodes) +
@@ -189,15 +195,10 @@ Status AutoResumeStepFailedRequest::check() const {
   return {};
 }
 
-Status AutoResumeStatusRequest::check() const {
-  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
-  if (job_id <= 0) return invalid(std::string(field::kJobId) + ": must be a positive integer");
-  return {};
-}
+Status AutoResumeStatusRequest::check() const { return cluster_and_job(cluster_name, job_id); }
 
 Status ReportTrainingMetricsRequest::check() const {
-  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
-  if (job_id <= 0) return invalid(std::string(field::kJobId) + ": must be a positive integer");
+  if (Status s = cluster_and_job(cluster_name, job_id); !s) return s;
   if (!records.is_array() || records.empty() || records.size() > kMaxTrainingRecords) {
     return invalid(std::string(field::kRecords) + ": must be an array of 1 to " +
                    std::to_string(kMaxTrainingRecords) + " objects");
@@ -212,8 +213,7 @@ Status ReportTrainingMetricsRequest::check() const {
 }
 
 Status GetTrainingMetricsRequest::check() const {
-  if (Status s = non_empty(field::kClusterName, cluster_name); !s) return s;
-  if (job_id <= 0) return invalid(std::string(field::kJobId) + ": must be a positive integer");
+  if (Status s = cluster_and_job(cluster_name, job_id); !s) return s;
   if (max_points && (*max_points < 2 || *max_points > 10000)) {
     return invalid(std::string(field::kMaxPoints) + ": must be an integer from 2 to 10000");
   }
