@@ -17,7 +17,7 @@ packages=(
   libopenblas-dev libsentencepiece-dev sentencepiece libzstd-dev zstd
   libgloo-dev
   openssh-client openssh-server sshfs openssl
-  prometheus chromium chromium-driver python3-selenium python3-matplotlib
+  prometheus chromium chromium-driver python3-selenium python3-matplotlib fonts-dejavu-core
 )
 missing=()
 for p in "${packages[@]}"; do
