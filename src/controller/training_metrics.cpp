@@ -17,9 +17,7 @@ struct Shown {
 };
 
 double field(const std::optional<store::TrainingRecord>& r, const char* key) {
-  if (!r) return 0;
-  auto it = r->record.find(key);
-  return it != r->record.end() && it->is_number() ? it->get<double>() : 0;
+  return r ? record_number(r->record, key) : 0;
 }
 
 }  // namespace

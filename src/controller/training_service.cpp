@@ -1,7 +1,6 @@
 #include "controller/training_service.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "api/messages.h"
 #include "common/ids.h"
@@ -12,12 +11,12 @@ namespace {
 
 constexpr int kDefaultMaxPoints = 2000;
 
-double number(const json& r, const char* key, double fallback = 0) {
-  auto it = r.find(key);
-  return it != r.end() && it->is_number() ? it->get<double>() : fallback;
-}
-
 }  // namespace
+
+double record_number(const json& record, const char* key) {
+  auto it = record.find(key);
+  return it != record.end() && it->is_number() ? it->get<double>() : 0;
+}
 
 std::string training_status(const store::TrainingRun& run, double now) {
   if (run.end_kind == "done") return "Done";
@@ -50,9 +49,9 @@ Result<json> TrainingService::list_runs(const json& request) {
     if (run.last_step) {
       const json& r = run.last_step->record;
       s.last_step = run.last_step->step;
-      s.loss = number(r, "loss");
-      s.tokens_per_second = number(r, "tokens_per_s");
-      s.mfu = number(r, "mfu");
+      s.loss = record_number(r, "loss");
+      s.tokens_per_second = record_number(r, "tokens_per_s");
+      s.mfu = record_number(r, "mfu");
     }
     reply.training_runs.push_back(std::move(s));
   }
@@ -70,14 +69,15 @@ Result<json> TrainingService::get_metrics(const json& request) {
   api::GetTrainingMetricsReply reply;
   reply.job_id = req->job_id;
   for (const auto& r : store_.training_records(cluster->id, req->job_id, "step", stride)) {
-    reply.points.push_back({r.step, r.time, number(r.record, "loss"),
-                            number(r.record, "tokens_per_s"), number(r.record, "mfu"), r.resume});
+    reply.points.push_back({r.step, r.time, record_number(r.record, "loss"),
+                            record_number(r.record, "tokens_per_s"), record_number(r.record, "mfu"),
+                            r.resume});
   }
   for (const auto& r : store_.training_records(cluster->id, req->job_id, "eval")) {
-    reply.evals.push_back({r.step, number(r.record, "val_loss")});
+    reply.evals.push_back({r.step, record_number(r.record, "val_loss")});
   }
   for (const auto& r : store_.training_records(cluster->id, req->job_id, "checkpoint")) {
-    reply.checkpoints.push_back({r.step, r.time, number(r.record, "stall_ms") / 1e3});
+    reply.checkpoints.push_back({r.step, r.time, record_number(r.record, "stall_ms") / 1e3});
   }
   for (const auto& r : store_.training_records(cluster->id, req->job_id, "start")) {
     api::TrainingStart start;

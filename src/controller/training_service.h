@@ -13,6 +13,9 @@ namespace endure::controller {
 // A run with no line for this long, and not ended, is Idle rather than Running.
 inline constexpr double kTrainingIdleSeconds = 60;
 
+// A number of a trainer line ({"loss": 3.1, ...}); 0 when the line has none.
+double record_number(const json& record, const char* key);
+
 // The run's status as ListTrainingRuns words it, at time now.
 std::string training_status(const store::TrainingRun& run, double now);
 

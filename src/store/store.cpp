@@ -110,6 +110,10 @@ CREATE TABLE IF NOT EXISTS training_records (
   record TEXT NOT NULL,
   PRIMARY KEY (cluster_id, job_id, resume, kind, step, time)
 );
+-- A run's newest line, and its newest of a kind, without scanning the run (a scrape and the
+-- console's poll ask for them; a run of weeks has a line a step).
+CREATE INDEX IF NOT EXISTS training_records_time ON training_records(cluster_id, job_id, time);
+CREATE INDEX IF NOT EXISTS training_records_kind ON training_records(cluster_id, job_id, kind, time);
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events

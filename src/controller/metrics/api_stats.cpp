@@ -2,44 +2,19 @@
 
 #include <set>
 
-#include "api/wire.h"
+#include "api/messages.h"
 
 namespace endure::metrics {
 namespace {
 
+// The actions endured serves, from the wire registry (every action of wire.h): the label
+// set is bounded whatever a caller puts in the URL.
 const std::set<std::string>& served_actions() {
-  using namespace api;
-  static const std::set<std::string> actions = {kCreateCluster,
-                                                kDescribeCluster,
-                                                kListClusters,
-                                                kListClusterNodes,
-                                                kDescribeClusterNode,
-                                                kUpdateCluster,
-                                                kUpdateClusterSoftware,
-                                                kBatchDeleteClusterNodes,
-                                                kDescribeClusterEvent,
-                                                kDeleteCluster,
-                                                kListClusterEvents,
-                                                kGetClusterNodeLog,
-                                                kBatchRebootClusterNodes,
-                                                kBatchReplaceClusterNodes,
-                                                kStartClusterHealthCheck,
-                                                kAgentReportDeepHealthCheck,
-                                                kDebugInjectFault,
-                                                kDebugDescribeController,
-                                                kGetNodeExecTarget,
-                                                kRegisterHostPools,
-                                                kListHosts,
-                                                kReturnHost,
-                                                kAgentReportLifecycle,
-                                                kAgentHeartbeat,
-                                                kAgentReportFindings,
-                                                kAutoResumeStepFailed,
-                                                kAutoResumeStatus,
-                                                kReportTrainingMetrics,
-                                                kListTrainingRuns,
-                                                kGetTrainingMetrics,
-                                                kListClusterJobs};
+  static const std::set<std::string> actions = [] {
+    std::set<std::string> names;
+    for (const auto& a : api::all_actions()) names.insert(a.action);
+    return names;
+  }();
   return actions;
 }
 

@@ -78,14 +78,14 @@ void Collector::fold_events(const std::string& cluster_id) {
 std::string Collector::render_now() {
   std::vector<ClusterView> clusters;
   std::set<std::string> ids;
-  std::map<std::string, bool> live_instances;
+  std::set<std::string> live_instances;
   for (auto& c : p_.store.clusters()) {
     fold_events(c.id);
     ids.insert(c.id);
     ClusterView v{std::move(c), {}, nullptr};
     v.instances = p_.store.instances(v.row.id, true);
     v.tally = &tallies_[v.row.id];
-    for (const auto& r : v.instances) live_instances[r.instance_id] = true;
+    for (const auto& r : v.instances) live_instances.insert(r.instance_id);
     clusters.push_back(std::move(v));
   }
   // A deleted cluster's counters go with it.

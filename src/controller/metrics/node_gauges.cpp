@@ -22,7 +22,7 @@ std::map<std::string, NodeGauges::Values> NodeGauges::snapshot() const {
   return values_;
 }
 
-void NodeGauges::retain(const std::map<std::string, bool>& live) {
+void NodeGauges::retain(const std::set<std::string>& live) {
   std::lock_guard lock(mu_);
   for (auto it = values_.begin(); it != values_.end();) {
     it = live.count(it->first) ? std::next(it) : values_.erase(it);

@@ -6,6 +6,7 @@
 #include <array>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "api/node_gauges.h"
@@ -24,7 +25,7 @@ class NodeGauges {
   // Every instance's latest values.
   std::map<std::string, Values> snapshot() const;
   // Forgets every instance not in live (terminated ones), so the map stays bounded.
-  void retain(const std::map<std::string, bool>& live);
+  void retain(const std::set<std::string>& live);
 
  private:
   mutable std::mutex mu_;

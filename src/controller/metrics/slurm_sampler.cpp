@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "common/ids.h"
+#include "controller/slurm_in_node.h"
 
 namespace endure::metrics {
 namespace {
@@ -92,11 +93,7 @@ SlurmSampler::ClientFor SlurmSampler::in_controller_node(store::Store& store,
       if (r.group != group || r.status != "Running" || !provider.running(c.id, r.instance_id)) {
         continue;
       }
-      return slurm::SlurmClient(
-          [&provider, cluster = c.id, instance = r.instance_id](
-              const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
-            return provider.exec(cluster, instance, argv, timeout);
-          });
+      return controller::slurm_in_node(provider, c.id, r.instance_id);
     }
     return std::nullopt;
   };

@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "api/wire.h"
-#include "common/http_client.h"
+#include "autoresume/supervisor_config.h"
 #include "common/ids.h"
 
 namespace endure::train {
@@ -21,12 +21,20 @@ std::unique_ptr<MetricsReporter> MetricsReporter::from_environment() {
   if (!job || std::atoll(job) <= 0) return nullptr;
   auto config = autoresume::load_supervisor_config();
   if (!config) return nullptr;
+  auto endpoint = parse_endpoint(config->endpoint, config->ca_file);
+  if (!endpoint) return nullptr;
   const char* count = std::getenv("ENDURE_AUTO_RESUME_COUNT");
-  return std::make_unique<MetricsReporter>(*config, std::atoll(job), count ? std::atoi(count) : 0);
+  return std::make_unique<MetricsReporter>(HttpClient(*endpoint, config->token, 5),
+                                           config->cluster_name, std::atoll(job),
+                                           count ? std::atoi(count) : 0);
 }
 
-MetricsReporter::MetricsReporter(autoresume::SupervisorConfig config, long long job_id, int resume)
-    : config_(std::move(config)), job_id_(job_id), resume_(resume) {
+MetricsReporter::MetricsReporter(HttpClient client, std::string cluster_name, long long job_id,
+                                 int resume)
+    : client_(std::move(client)),
+      cluster_name_(std::move(cluster_name)),
+      job_id_(job_id),
+      resume_(resume) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -55,16 +63,13 @@ void MetricsReporter::add(json line) {
 }
 
 bool MetricsReporter::send(std::deque<json>& batch) {
-  auto endpoint = parse_endpoint(config_.endpoint, config_.ca_file);
-  if (!endpoint) return false;
-  HttpClient client(*endpoint, config_.token, 5);
   json records = json::array();
   for (size_t i = 0; i < batch.size() && i < static_cast<size_t>(api::kMaxTrainingRecords); ++i) {
     records.push_back(batch[i]);
   }
-  auto reply = client.post(
-      std::string(api::kPathPrefix) + api::kReportTrainingMetrics,
-      {{"ClusterName", config_.cluster_name}, {"JobId", job_id_}, {"Records", records}});
+  auto reply =
+      client_.post(std::string(api::kPathPrefix) + api::kReportTrainingMetrics,
+                   {{"ClusterName", cluster_name_}, {"JobId", job_id_}, {"Records", records}});
   if (!reply) return false;
   batch.erase(batch.begin(), batch.begin() + static_cast<long>(records.size()));
   return true;

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "autoresume/supervisor_config.h"
+#include "common/http_client.h"
 #include "common/json.h"
 
 namespace endure::train {
@@ -21,7 +21,7 @@ class MetricsReporter {
  public:
   // nullptr when not in a Slurm job on an endure node (no credential file or job id).
   static std::unique_ptr<MetricsReporter> from_environment();
-  MetricsReporter(autoresume::SupervisorConfig config, long long job_id, int resume);
+  MetricsReporter(HttpClient client, std::string cluster_name, long long job_id, int resume);
   // Sends what is queued, waiting at most a few seconds for endured.
   ~MetricsReporter();
 
@@ -32,7 +32,8 @@ class MetricsReporter {
   void run();
   bool send(std::deque<json>& batch);
 
-  autoresume::SupervisorConfig config_;
+  HttpClient client_;  // endured, with the node's job credential
+  std::string cluster_name_;
   long long job_id_;
   int resume_;
   std::mutex mu_;
