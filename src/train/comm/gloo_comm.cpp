@@ -236,6 +236,11 @@ Result<std::unique_ptr<Communicator>> connect(const Options& options,
     auto context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.world);
     context->setTimeout(options.timeout);
     context->connectFullMesh(prefixed, device);
+    // No rank returns before every rank's mesh is whole: one that returned and closed its
+    // pairs at once would fail a peer still connecting ("Connection closed by peer").
+    gloo::BarrierOptions barrier(context);
+    barrier.setTimeout(options.timeout);
+    gloo::barrier(barrier);
     return std::unique_ptr<Communicator>(
         std::make_unique<GlooCommunicator>(std::move(context), options.timeout));
   } catch (const std::exception& e) {
