@@ -8,6 +8,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -128,10 +129,10 @@ struct TrainingRun {
   long long job_id = 0;
   double first_time = 0;
   double last_time = 0;
-  int resumes = 0;                          // the highest try's auto-resume count
-  std::optional<TrainingRecord> last_step;  // the newest step line
+  int resumes = 0;                                // the highest try's auto-resume count
+  std::optional<TrainingRecord> last_step;        // the newest step line
   std::optional<TrainingRecord> last_checkpoint;  // the newest checkpoint line
-  std::string end_kind;                     // done or stopped when the newest try ended so
+  std::string end_kind;                           // done or stopped when the newest try ended so
 };
 
 class Store {
@@ -143,6 +144,8 @@ class Store {
   // Runs fn inside one transaction: committed when fn returns ok, rolled back otherwise.
   // Calls to this store from fn join the same transaction.
   Status transaction(const std::function<Status()>& fn);
+  // Transactions committed since open (each a write and an fsync), explicit or not.
+  long long commits() const { return commits_; }
 
   Status insert_cluster(const ClusterRow& row);
   Status update_cluster(const ClusterRow& row);                        // by id; every column
@@ -216,6 +219,7 @@ class Store {
   sqlite3* db_;
   std::recursive_mutex mu_;
   int tx_depth_ = 0;
+  std::atomic<long long> commits_{0};
 };
 
 }  // namespace endure::store

@@ -1,0 +1,32 @@
+// endured's parts wired together and served until told to stop: what endured's main runs
+// once it has its settings, token, store and provider. A bench build serves the same parts
+// over another provider (bench/scale).
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+
+#include "common/result.h"
+#include "controller/config.h"
+#include "provider/host/host_registry.h"
+#include "provider/node_provider.h"
+#include "store/store.h"
+
+namespace endure::controller {
+
+// The settings of the state folder home (made if missing): its config.json over the
+// defaults, then port when not 0. A bad config.json is a ValidationException naming it.
+Result<Config> open_home(const std::filesystem::path& home, int port);
+
+// The operator token: made once, mode 0600, kept across restarts.
+Result<std::string> load_or_create_token(const std::filesystem::path& path);
+
+// Serves the API (and TLS for agents when configured), runs the reconcile loop, the health
+// watch and the Slurm sampler until stop is set, then stops them; instances keep running.
+// Returns the process's exit code.
+int serve_until_stopped(const Config& config, const std::string& token, store::Store& store,
+                        provider::NodeProvider& provider, provider::HostRegistry& hosts,
+                        const std::atomic<bool>& stop);
+
+}  // namespace endure::controller
