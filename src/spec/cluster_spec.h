@@ -18,9 +18,8 @@
 namespace endure::spec {
 
 inline constexpr int kMaxInstanceGroups = 20;
-inline constexpr int kMaxWarmSpares = 8;  // per group
+inline constexpr int kMaxWarmSpares = 8;          // per group
 inline constexpr int kMaxInstancesPerGroup = 64;  // keeps a group's ports and addresses in a block
-inline constexpr int kMaxInstancesPerCluster = 256;  // every node is a namespace on one host
 
 struct FieldError {
   std::string path;  // "InstanceGroups[0].LifeCycleConfig.OnCreate"; "" for the whole request
