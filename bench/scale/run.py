@@ -250,8 +250,12 @@ def run_size(args, n, port):
         log("N=%d: %d clusters created; waiting for InService" % (n, len(clusters)))
 
         def in_service():
-            return all(api.call("DescribeCluster", {"ClusterName": c})["ClusterStatus"] ==
-                       "InService" for c in clusters)
+            try:
+                return all(api.call("DescribeCluster", {"ClusterName": c})["ClusterStatus"] ==
+                           "InService" for c in clusters)
+            except OSError as e:  # an overloaded endured: asked again, and told
+                log("DescribeCluster:", e)
+                return False
         wait_for("every cluster InService", in_service, args.setup_timeout, 2.0)
         setup_s = time.monotonic() - t_create
         log("N=%d: InService after %.1f s; measuring" % (n, setup_s))

@@ -1,8 +1,11 @@
 #include "controller/api_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "api/wire.h"
 #include "common/ids.h"
@@ -30,6 +33,15 @@ void reply(httplib::Response& res, int status, const json& body) {
   res.set_content(body.dump(), "application/json");
 }
 
+// httplib listens with a backlog of 5 connections: thousands of agents, each heartbeat on a
+// new connection, overflow it, and the kernel drops their SYNs, which clients retry only
+// after 1 s, then 3 s. listen() again on the bound socket raises it to the kernel's limit.
+void widen_backlog(int listen_fd) {
+  if (listen_fd >= 0 && ::listen(listen_fd, SOMAXCONN) != 0) {
+    log::warn("listen backlog stays at httplib's 5: {}", std::strerror(errno));
+  }
+}
+
 void reply_error(httplib::Response& res, const Error& e) {
   reply(res, http_status(e.code), {{"__type", e.code}, {"message", e.message}});
 }
@@ -41,12 +53,13 @@ ApiServer::ApiServer(ApiRouter& router, std::string operator_token)
 
 ApiServer::~ApiServer() { stop(); }
 
-void ApiServer::serve(httplib::Server& server, bool agents_only) {
+void ApiServer::serve(httplib::Server& server, bool agents_only, int& listen_fd) {
   // httplib's default also sets SO_REUSEPORT, which lets a second endured bind the same
   // port and take half the calls; a port in use must be an error.
-  server.set_socket_options([](socket_t sock) {
+  server.set_socket_options([&listen_fd](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    listen_fd = sock;
   });
   // A reply written as headers then body waits for the client's delayed ACK (~40 ms)
   // under Nagle on a kept-alive connection, as Prometheus' scrapes are: send at once.
@@ -131,11 +144,12 @@ void ApiServer::handle(const std::string& action, const httplib::Request& req,
 }
 
 Status ApiServer::start(int port) {
-  serve(*server_, /*agents_only=*/false);
+  serve(*server_, /*agents_only=*/false, listen_fd_);
   if (!server_->bind_to_port("127.0.0.1", port)) {
     return make_error("BindError", "cannot listen on 127.0.0.1:" + std::to_string(port) +
                                        " (in use? set Port in config.json or --port)");
   }
+  widen_backlog(listen_fd_);
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   return {};
 }
@@ -145,12 +159,13 @@ Status ApiServer::start_tls(int port, const std::string& cert_file, const std::s
   if (!server->is_valid()) {
     return make_error("TlsError", "cannot serve TLS with " + cert_file + " and " + key_file);
   }
-  serve(*server, /*agents_only=*/true);
+  serve(*server, /*agents_only=*/true, tls_listen_fd_);
   // Every address: agents on other machines reach it, and TLS protects it.
   if (!server->bind_to_port("0.0.0.0", port)) {
     return make_error("BindError", "cannot listen on 0.0.0.0:" + std::to_string(port) +
                                        " for agents over TLS (in use? set AgentTlsPort)");
   }
+  widen_backlog(tls_listen_fd_);
   tls_server_ = std::move(server);
   tls_thread_ = std::thread([this] { tls_server_->listen_after_bind(); });
   return {};

@@ -44,7 +44,8 @@ class ApiServer {
   void stop();
 
  private:
-  void serve(httplib::Server& server, bool agents_only);
+  // Sets the routes and socket options; listen_fd gets the listening socket at bind.
+  void serve(httplib::Server& server, bool agents_only, int& listen_fd);
   void serve_extras(httplib::Server& server);
   void handle(const std::string& action, const httplib::Request& req, httplib::Response& res,
               bool agents_only);
@@ -54,6 +55,8 @@ class ApiServer {
   HttpExtras extras_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  int listen_fd_ = -1;  // the servers' listening sockets, once bound
+  int tls_listen_fd_ = -1;
   std::unique_ptr<httplib::Server> tls_server_;
   std::thread tls_thread_;
 };

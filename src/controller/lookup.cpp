@@ -1,5 +1,7 @@
 #include "controller/lookup.h"
 
+#include <algorithm>
+
 #include "api/wire.h"
 #include "provider/host/host_inventory.h"
 
@@ -49,10 +51,16 @@ Result<store::InstanceRow> find_node(store::Store& store, const store::ClusterRo
 
 std::map<std::string, spec::HostPlacement> host_placements(store::Store& store,
                                                            const std::string& cluster_id) {
+  std::map<std::string, spec::HostPlacement> out;
+  auto hosts = store.hosts();
+  // Most clusters have no node on a host: their instances need not be read at all.
+  if (std::none_of(hosts.begin(), hosts.end(),
+                   [&](const store::HostRow& h) { return h.cluster_id == cluster_id; })) {
+    return out;
+  }
   std::map<std::string, std::string> node_of;  // live instance id -> node name
   for (const auto& r : store.instances(cluster_id, true)) node_of[r.instance_id] = r.node_name;
-  std::map<std::string, spec::HostPlacement> out;
-  for (const auto& h : store.hosts()) {
+  for (const auto& h : hosts) {
     auto state = provider::host_state_from(h.state);
     bool serves = state && provider::serves_a_node(*state);
     auto node = node_of.find(h.instance_id);

@@ -1,10 +1,12 @@
-// The store's one way to run SQL: a prepared statement with positional binds, finalized on
-// scope exit. Shared by the store's files; not part of its interface.
+// The store's one way to run SQL: a prepared statement with positional binds, taken from
+// the connection's cache and given back on scope exit. Shared by the store's files; not
+// part of its interface.
 #pragma once
 
 #include <sqlite3.h>
 
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 
@@ -14,13 +16,24 @@ inline Error db_error(sqlite3* db, const std::string& what) {
   return make_error("StoreError", what + ": " + sqlite3_errmsg(db));
 }
 
-// A prepared statement with positional binds, finalized on scope exit.
+// A prepared statement of db for sql: one the cache holds idle, else a new one. Compiling
+// SQL costs more than running the small queries endured makes thousands of times a second
+// (a heartbeat's lookup); a statement in use is never handed out twice (nested queries).
+sqlite3_stmt* take_statement(sqlite3* db, std::string_view sql);
+// Gives a statement back, reset and unbound, for the next use of its SQL.
+void give_back_statement(sqlite3* db, sqlite3_stmt* stmt);
+// Finalizes every cached statement of db: before it is closed.
+void forget_statements(sqlite3* db);
+
+// A prepared statement with positional binds, given back to the cache on scope exit.
 class Stmt {
  public:
-  Stmt(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) stmt_ = nullptr;
+  Stmt(sqlite3* db, const char* sql) : db_(db), stmt_(take_statement(db, sql)) {}
+  ~Stmt() {
+    if (stmt_) give_back_statement(db_, stmt_);
   }
-  ~Stmt() { sqlite3_finalize(stmt_); }
+  Stmt(const Stmt&) = delete;
+  Stmt& operator=(const Stmt&) = delete;
   bool ok() const { return stmt_ != nullptr; }
 
   Stmt& bind(const std::string& v) {

@@ -260,7 +260,10 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
   return store;
 }
 
-Store::~Store() { sqlite3_close(db_); }
+Store::~Store() {
+  detail::forget_statements(db_);  // a connection with statements left does not close
+  sqlite3_close(db_);
+}
 
 Status Store::exec(const std::string& sql) {
   char* err = nullptr;
@@ -371,6 +374,7 @@ Status Store::insert_instance(const InstanceRow& r) {
                   .c_str());
   s.bind(r.instance_id);
   bind_instance_values(s, r);
+  forget_instances(r.cluster_id);
   return s.run("insert instance " + r.instance_id);
 }
 
@@ -385,6 +389,7 @@ Status Store::update_instance(const InstanceRow& r) {
          "WHERE instance_id=?");
   bind_instance_values(s, r);
   s.bind(r.instance_id);
+  forget_instances(r.cluster_id);
   return s.run("update instance " + r.instance_id);
 }
 
@@ -397,8 +402,15 @@ std::optional<InstanceRow> Store::instance(const std::string& instance_id) {
   return std::nullopt;
 }
 
+void Store::forget_instances(const std::string& cluster_id) {
+  instances_cache_.erase({cluster_id, true});
+  instances_cache_.erase({cluster_id, false});
+}
+
 std::vector<InstanceRow> Store::instances(const std::string& cluster_id, bool active_only) {
   std::lock_guard lock(mu_);
+  const auto key = std::make_pair(cluster_id, active_only);
+  if (auto it = instances_cache_.find(key); it != instances_cache_.end()) return it->second;
   std::string sql = std::string("SELECT ") + kInstanceCols + " FROM instances WHERE cluster_id=?";
   if (active_only) sql += " AND terminated_at = 0";
   sql += " ORDER BY grp, slot, launch_time";
@@ -406,6 +418,8 @@ std::vector<InstanceRow> Store::instances(const std::string& cluster_id, bool ac
   s.bind(cluster_id);
   std::vector<InstanceRow> out;
   while (s.step() == SQLITE_ROW) out.push_back(read_instance(s));
+  // Inside a transaction a read may see what a rollback undoes: not kept.
+  if (tx_depth_ == 0) instances_cache_[key] = out;
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -215,11 +216,17 @@ class Store {
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   Status exec(const std::string& sql);
+  // Drops the cluster's rows from instances_cache_: called at every write of one of them.
+  void forget_instances(const std::string& cluster_id);
 
   sqlite3* db_;
   std::recursive_mutex mu_;
   int tx_depth_ = 0;
   std::atomic<long long> commits_{0};
+  // A cluster's instances as last read, by (cluster id, active only): a reconcile pass reads
+  // them a dozen times, and a heartbeat writes none. Dropped at each write of the cluster's
+  // instances; never filled inside a transaction.
+  std::map<std::pair<std::string, bool>, std::vector<InstanceRow>> instances_cache_;
 };
 
 }  // namespace endure::store
