@@ -17,7 +17,9 @@ HealthMonitor::HealthMonitor(std::function<double()> clock)
 void HealthMonitor::heartbeat(const std::string& instance_id, const json& findings,
                               const std::string& cluster_id) {
   std::lock_guard lock(mu_);
-  auto& node = nodes_[instance_id];
+  auto [it, added] = nodes_.try_emplace(instance_id);
+  if (added) ++heard_generation_;
+  auto& node = it->second;
   node.last_heartbeat = clock_();
   node.findings = findings.is_array() ? findings : json::array();
   if (!cluster_id.empty()) node.cluster_id = cluster_id;
@@ -26,7 +28,9 @@ void HealthMonitor::heartbeat(const std::string& instance_id, const json& findin
 int HealthMonitor::logged(const std::string& instance_id,
                           const std::vector<api::LoggedFinding>& findings) {
   std::lock_guard lock(mu_);
-  auto& node = nodes_[instance_id];
+  auto [it, added] = nodes_.try_emplace(instance_id);
+  if (added) ++heard_generation_;
+  auto& node = it->second;
   int fresh = 0;
   for (const auto& f : findings) {
     if (!node.records.insert(f.record_id).second) continue;
@@ -38,7 +42,7 @@ int HealthMonitor::logged(const std::string& instance_id,
 
 void HealthMonitor::forget(const std::string& instance_id) {
   std::lock_guard lock(mu_);
-  nodes_.erase(instance_id);
+  if (nodes_.erase(instance_id) > 0) ++heard_generation_;
 }
 
 std::optional<Verdict> HealthMonitor::assess(const std::string& instance_id, bool processes_exist) {
@@ -52,8 +56,7 @@ std::optional<Verdict> HealthMonitor::assess(const std::string& instance_id, boo
   }
   if (!it->second.findings.empty()) {
     const auto& f = it->second.findings.front();
-    return Verdict{f.value("Kind", "unknown"),
-                   f.value("Check", "") + ": " + f.value("Detail", "")};
+    return Verdict{f.value("Kind", "unknown"), f.value("Check", "") + ": " + f.value("Detail", "")};
   }
   return std::nullopt;
 }
@@ -79,6 +82,21 @@ std::vector<std::pair<std::string, std::string>> HealthMonitor::heard() {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [id, node] : nodes_) {
     if (!node.cluster_id.empty()) out.emplace_back(node.cluster_id, id);
+  }
+  return out;
+}
+
+long long HealthMonitor::heard_generation() {
+  std::lock_guard lock(mu_);
+  return heard_generation_;
+}
+
+std::set<std::string> HealthMonitor::silent_for_at_least(double seconds) {
+  std::lock_guard lock(mu_);
+  const double now = clock_();
+  std::set<std::string> out;
+  for (const auto& [id, node] : nodes_) {
+    if (now - node.last_heartbeat >= seconds) out.insert(id);
   }
   return out;
 }

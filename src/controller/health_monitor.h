@@ -53,6 +53,11 @@ class HealthMonitor {
 
   // (cluster id, instance id) of every instance heard from.
   std::vector<std::pair<std::string, std::string>> heard();
+  // Changes whenever an instance is first heard from or forgotten: heard() need not be
+  // asked again while it stays the same.
+  long long heard_generation();
+  // Instances heard from whose last heartbeat is at least seconds old, in one pass.
+  std::set<std::string> silent_for_at_least(double seconds);
 
  private:
   struct Node {
@@ -66,6 +71,7 @@ class HealthMonitor {
   double started_;
   std::mutex mu_;
   std::map<std::string, Node> nodes_;
+  long long heard_generation_ = 0;
 };
 
 }  // namespace endure::controller

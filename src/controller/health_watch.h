@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "controller/config.h"
 #include "controller/health_monitor.h"
@@ -32,6 +34,8 @@ class HealthWatch {
   HealthMonitor& health_;
   std::function<void()> wake_;
   std::set<std::string> flagged_;  // woken for already, until it heartbeats again
+  std::vector<std::pair<std::string, std::string>> heard_;  // health_.heard(), as of
+  long long heard_generation_ = -1;                         // this generation
   std::thread thread_;
   std::atomic<bool> stopping_{false};
 };

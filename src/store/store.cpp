@@ -374,7 +374,7 @@ Status Store::insert_instance(const InstanceRow& r) {
                   .c_str());
   s.bind(r.instance_id);
   bind_instance_values(s, r);
-  forget_instances(r.cluster_id);
+  forget_instance(r);
   return s.run("insert instance " + r.instance_id);
 }
 
@@ -389,22 +389,26 @@ Status Store::update_instance(const InstanceRow& r) {
          "WHERE instance_id=?");
   bind_instance_values(s, r);
   s.bind(r.instance_id);
-  forget_instances(r.cluster_id);
+  forget_instance(r);
   return s.run("update instance " + r.instance_id);
 }
 
 std::optional<InstanceRow> Store::instance(const std::string& instance_id) {
   std::lock_guard lock(mu_);
+  if (auto it = instance_cache_.find(instance_id); it != instance_cache_.end()) return it->second;
   Stmt s(db_,
          (std::string("SELECT ") + kInstanceCols + " FROM instances WHERE instance_id=?").c_str());
   s.bind(instance_id);
-  if (s.step() == SQLITE_ROW) return read_instance(s);
-  return std::nullopt;
+  if (s.step() != SQLITE_ROW) return std::nullopt;
+  InstanceRow row = read_instance(s);
+  if (tx_depth_ == 0) instance_cache_[instance_id] = row;  // as instances(): not mid-transaction
+  return row;
 }
 
-void Store::forget_instances(const std::string& cluster_id) {
-  instances_cache_.erase({cluster_id, true});
-  instances_cache_.erase({cluster_id, false});
+void Store::forget_instance(const InstanceRow& r) {
+  instance_cache_.erase(r.instance_id);
+  instances_cache_.erase({r.cluster_id, true});
+  instances_cache_.erase({r.cluster_id, false});
 }
 
 std::vector<InstanceRow> Store::instances(const std::string& cluster_id, bool active_only) {

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "common/json.h"
@@ -216,8 +217,8 @@ class Store {
  private:
   explicit Store(sqlite3* db) : db_(db) {}
   Status exec(const std::string& sql);
-  // Drops the cluster's rows from instances_cache_: called at every write of one of them.
-  void forget_instances(const std::string& cluster_id);
+  // Drops an instance's row from the caches (and its cluster's rows): at every write of it.
+  void forget_instance(const InstanceRow& r);
 
   sqlite3* db_;
   std::recursive_mutex mu_;
@@ -227,6 +228,8 @@ class Store {
   // them a dozen times, and a heartbeat writes none. Dropped at each write of the cluster's
   // instances; never filled inside a transaction.
   std::map<std::pair<std::string, bool>, std::vector<InstanceRow>> instances_cache_;
+  // Instance rows by id as last read, on the same terms: every heartbeat looks one up.
+  std::unordered_map<std::string, InstanceRow> instance_cache_;
 };
 
 }  // namespace endure::store
