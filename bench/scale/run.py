@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """bench/scale: one endured against N agents played with the real protocol.
 
 For each size N it starts endure-scale-endured (endured's own parts over simulated
@@ -36,7 +36,7 @@ TARGETS = {  # issue 18, at 10,000 nodes on one core
     "rss_mib": 1024.0,
     "list_cluster_nodes_ms": 300.0,
 }
-#Peers' defaults for noticing a dead node, as their documentation states them.
+# Peers' defaults for noticing a dead node, as their documentation states them.
 PEERS = [
     ("Kubernetes", "40-50 s", "node-monitor-grace-period 40 s (+ a 5 s status update)"),
     ("Ray", "15-70 s", "health-check period and failure threshold defaults"),
@@ -83,14 +83,9 @@ class Api:
 def cluster_spec(name, nodes, lifecycle):
     """A controller and nodes-1 workers in groups of GROUP_MAX."""
     def group(gname, count):
-        return {
-  "InstanceGroupName" : gname,
-                        "InstanceType" : "local.c2",
-                                         "InstanceCount" : count,
-                                                           "ThreadsPerCore" : 1,
-                                                           "LifeCycleConfig" : {
-    "SourceS3Uri" : lifecycle, "OnCreate" : "on_create.sh"
-  }}
+        return {"InstanceGroupName": gname, "InstanceType": "local.c2", "InstanceCount": count,
+                "ThreadsPerCore": 1,
+                "LifeCycleConfig": {"SourceS3Uri": lifecycle, "OnCreate": "on_create.sh"}}
     groups = [group("controller", 1)]
     left = nodes - 1
     while left > 0:
@@ -159,8 +154,8 @@ class Sampler(threading.Thread):
         return set(os.listdir(self.off_dir)) if os.path.isdir(self.off_dir) else set()
 
     def sample_api(self):
-#Silenced before the listing, or between it and the scrape : not live.(A silenced
-#node's marker goes when endured terminates it, so both looks are needed.)
+        # Silenced before the listing, or between it and the scrape: not live. (A silenced
+        # node's marker goes when endured terminates it, so both looks are needed.)
         off = self.off()
         running = set()
         t0 = time.perf_counter()
@@ -270,7 +265,7 @@ def run_size(args, n, port):
         wait_for("every cluster InService", in_service, args.setup_timeout, 2.0)
         setup_s = time.monotonic() - t_create
         log("N=%d: InService after %.1f s; measuring" % (n, setup_s))
-#The swarm's window starts --warmup s after every agent heartbeats; ours with it.
+        # The swarm's window starts --warmup s after every agent heartbeats; ours with it.
         time.sleep(args.warmup)
         cpu0, commits0, t0 = proc_cpu_seconds(endured.pid), commits(api), time.monotonic()
         sampler = Sampler(endured.pid, api, clusters, os.path.join(sim, "off"), args.api_every)
