@@ -62,6 +62,7 @@ Result<int> SimulatedProvider::launch(const provider::LaunchRequest& request) {
     if (m.up) return pid_of(m);  // idempotent: never two boots for one launch
     m.cluster_id = request.cluster_id;
     m.node_name = request.node_name;
+    instances_of_[m.cluster_id].insert(request.instance_id);
     for (const auto& [path, content] : request.secret_files) {
       if (path == node::kAgentConfigPath) m.agent_config = json::parse(content, nullptr, false);
     }
@@ -141,6 +142,7 @@ Status SimulatedProvider::terminate(const std::string&, const std::string& insta
     another |= m.up && m.cluster_id == gone.cluster_id && m.node_name == gone.node_name;
   }
   if (!another) booted_.erase({gone.cluster_id, gone.node_name});
+  slurm_[gone.cluster_id].machine_stopped();
   std::error_code ec;
   std::filesystem::remove(dir_ / "off" / instance_id, ec);
   record({{"Event", "Gone"}, {"InstanceId", instance_id}});
@@ -150,7 +152,10 @@ Status SimulatedProvider::terminate(const std::string&, const std::string& insta
 Status SimulatedProvider::destroy(const std::string& cluster_id, const std::string& instance_id) {
   if (auto s = terminate(cluster_id, instance_id); !s) return s;
   std::lock_guard lock(mu_);
-  machines_.erase(instance_id);
+  if (auto it = machines_.find(instance_id); it != machines_.end()) {
+    instances_of_[it->second.cluster_id].erase(instance_id);
+    machines_.erase(it);
+  }
   return {};
 }
 
@@ -184,17 +189,16 @@ std::string SimulatedProvider::boot_diagnostics(const std::string&, const std::s
 
 std::vector<std::string> SimulatedProvider::instance_ids(const std::string& cluster_id) {
   std::lock_guard lock(mu_);
-  std::vector<std::string> ids;
-  for (const auto& [id, m] : machines_) {
-    if (m.cluster_id == cluster_id) ids.push_back(id);
-  }
-  return ids;
+  auto it = instances_of_.find(cluster_id);
+  if (it == instances_of_.end()) return {};
+  return {it->second.begin(), it->second.end()};
 }
 
 Status SimulatedProvider::remove_cluster(const std::string& cluster_id) {
   std::lock_guard lock(mu_);
   slurm_.erase(cluster_id);
   indexes_.erase(cluster_id);
+  instances_of_.erase(cluster_id);
   return {};
 }
 

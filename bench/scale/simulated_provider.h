@@ -18,6 +18,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "provider/node_provider.h"
 #include "simulated_slurm.h"
@@ -74,10 +75,13 @@ class SimulatedProvider : public provider::NodeProvider {
   std::filesystem::path dir_;
   std::FILE* log_ = nullptr;
   std::mutex mu_;
-  std::map<std::string, Machine> machines_;               // by instance id
-  std::map<std::string, int> indexes_;                    // cluster id -> its index
-  std::map<std::string, SimulatedSlurm> slurm_;           // by cluster id
-  std::set<std::pair<std::string, std::string>> booted_;  // (cluster id, node name)
+  // Hashed: endured asks after thousands of machines ten times a second, and what the
+  // bench measures is endured, not this provider.
+  std::unordered_map<std::string, Machine> machines_;          // by instance id
+  std::map<std::string, std::set<std::string>> instances_of_;  // cluster id -> ids
+  std::map<std::string, int> indexes_;                         // cluster id -> its index
+  std::map<std::string, SimulatedSlurm> slurm_;                // by cluster id
+  std::set<std::pair<std::string, std::string>> booted_;       // (cluster id, node name)
 };
 
 }  // namespace endure::bench

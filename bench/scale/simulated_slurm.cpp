@@ -41,9 +41,11 @@ void SimulatedSlurm::load_conf(const std::string& slurm_conf) {
     order.push_back(name);
   }
   order_ = std::move(order);
+  sinfo_.clear();
 }
 
 void SimulatedSlurm::registered(const std::string& node_name) {
+  sinfo_.clear();
   if (auto it = nodes_.find(node_name); it != nodes_.end() && it->second.state == "down") {
     it->second.state = "idle";
   }
@@ -71,6 +73,7 @@ std::string SimulatedSlurm::sinfo_json(const Registered& registered) const {
 process::Output SimulatedSlurm::update(const std::vector<std::string>& argv) {
   std::string name = arg(argv, "nodename");
   if (name.empty()) return ok();  // a job's update: no jobs run here
+  sinfo_.clear();
   auto it = nodes_.find(name);
   if (it == nodes_.end()) return failed("Invalid node name specified");
   Node& n = it->second;
@@ -97,7 +100,10 @@ process::Output SimulatedSlurm::run(const std::vector<std::string>& argv, bool n
   if (argv.empty()) return failed("no command");
   const std::string& cmd = argv[0];
   const std::string sub = argv.size() > 1 ? argv[1] : "";
-  if (cmd == "sinfo") return ok(sinfo_json(registered));
+  if (cmd == "sinfo") {
+    if (sinfo_.empty()) sinfo_ = sinfo_json(registered);
+    return ok(sinfo_);
+  }
   if (cmd == "squeue") return ok(sub == "--json" ? R"({"jobs":[]})" : "");
   if (cmd == "scontrol" && sub == "ping") return ok("Slurmctld(primary) at simulated is UP\n");
   if (cmd == "scontrol" && sub == "update") return update(argv);

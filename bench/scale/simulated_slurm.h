@@ -25,6 +25,9 @@ class SimulatedSlurm {
   // endured's slurm.conf has ReturnToService=2; a drain stays.
   void registered(const std::string& node_name);
 
+  // A machine of the cluster stopped: sinfo's answer must be made again.
+  void machine_stopped() { sinfo_.clear(); }
+
   // Runs one Slurm command as if on a node of the cluster. node_up: the node it runs on
   // is booted and powered on (its own slurmd answers).
   process::Output run(const std::vector<std::string>& argv, bool node_up,
@@ -44,6 +47,9 @@ class SimulatedSlurm {
   process::Output update(const std::vector<std::string>& argv);
 
   std::vector<std::string> order_;  // node names in the conf's order
+  // sinfo's last answer, "" once a state changed: made once, not at every pass, so that
+  // this stand-in's cost does not count as endured's (a real sinfo runs in another process).
+  std::string sinfo_;
   std::map<std::string, Node> nodes_;
 };
 
