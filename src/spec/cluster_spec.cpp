@@ -25,9 +25,9 @@ const Keys kCreateFields = {"ClusterName", "InstanceGroups", "NodeRecovery",
 const Keys kUpdateFields = {"ClusterName", "InstanceGroups", "NodeRecovery", "SharedFileSystem"};
 // ExecutionRole and InstanceStorageConfigs mean nothing here; HostPool and WarmSpares are
 // endure's own.
-const Keys kGroupFields = {"InstanceGroupName",      "InstanceType",   "InstanceCount",
-                           "LifeCycleConfig",        "ThreadsPerCore", "ExecutionRole",
-                           "InstanceStorageConfigs", "HostPool",       "WarmSpares"};
+const Keys kGroupFields = {"InstanceGroupName", "InstanceType",  "InstanceCount",
+                           "LifeCycleConfig",   "ThreadsPerCore", "ExecutionRole",
+                           "InstanceStorageConfigs", "HostPool", "WarmSpares"};
 const Keys kLifeCycleFields = {"SourceS3Uri", "OnCreate"};
 
 constexpr int kMaxNameLength = 63;
@@ -217,15 +217,15 @@ ListedGroup check_group(const json& group, const std::string& path, Errors& erro
       out.spec.host_pool = *pool;
     }
   }
-  out.spec.warm_spares =
-      read_int_field(group, "WarmSpares", join_path(path, "WarmSpares"), 0, kMaxWarmSpares,
-                     "must be an integer from 0 to " + std::to_string(kMaxWarmSpares),
-                     /*required=*/false, 0, errors);
+  out.spec.warm_spares = read_int_field(
+      group, "WarmSpares", join_path(path, "WarmSpares"), 0, kMaxWarmSpares,
+      "must be an integer from 0 to " + std::to_string(kMaxWarmSpares), /*required=*/false, 0,
+      errors);
   // Spares take the top slots of the group's block of addresses and ports.
   if (out.spec.instance_count + out.spec.warm_spares > kMaxInstancesPerGroup) {
-    errors.push_back(
-        {join_path(path, "WarmSpares"),
-         "InstanceCount plus WarmSpares must be at most " + std::to_string(kMaxInstancesPerGroup)});
+    errors.push_back({join_path(path, "WarmSpares"),
+                      "InstanceCount plus WarmSpares must be at most " +
+                          std::to_string(kMaxInstancesPerGroup)});
   }
 
   auto role = group.find("ExecutionRole");
@@ -307,10 +307,10 @@ void check_shared_fs_placement(const ClusterSpec& spec, bool declared, Errors& e
     }
     bool on_hosts = !spec.groups[i].host_pool.empty();
     if (on_hosts && !declared) {
-      errors.push_back(
-          {"SharedFileSystem", "is required when an instance group draws from a HostPool (" +
-                                   index_path("InstanceGroups", i) +
-                                   "): nodes on hosts share /fsx through it"});
+      errors.push_back({"SharedFileSystem",
+                        "is required when an instance group draws from a HostPool (" +
+                            index_path("InstanceGroups", i) +
+                            "): nodes on hosts share /fsx through it"});
       return;
     }
     if (!on_hosts && declared) {
@@ -426,8 +426,7 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
   if (request.contains("SharedFileSystem")) {
     auto listed = read_shared_fs(request, errors);
     if (listed && listed != current.shared_fs) {
-      errors.push_back(
-          {"SharedFileSystem", "cannot be changed by UpdateCluster (every node mounts it)"});
+      errors.push_back({"SharedFileSystem", "cannot be changed by UpdateCluster (every node mounts it)"});
     }
   }
   return next;
@@ -494,8 +493,7 @@ json ClusterSpec::to_json() const {
     if (!group.host_pool.empty()) out_groups.back()["HostPool"] = group.host_pool;
     if (group.warm_spares > 0) out_groups.back()["WarmSpares"] = group.warm_spares;
   }
-  json out = {
-      {"ClusterName", name}, {"InstanceGroups", out_groups}, {"NodeRecovery", node_recovery}};
+  json out = {{"ClusterName", name}, {"InstanceGroups", out_groups}, {"NodeRecovery", node_recovery}};
   if (shared_fs) out["SharedFileSystem"] = shared_fs->to_json();
   return out;
 }

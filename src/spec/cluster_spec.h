@@ -18,7 +18,7 @@
 namespace endure::spec {
 
 inline constexpr int kMaxInstanceGroups = 20;
-inline constexpr int kMaxWarmSpares = 8;          // per group
+inline constexpr int kMaxWarmSpares = 8;  // per group
 inline constexpr int kMaxInstancesPerGroup = 64;  // keeps a group's ports and addresses in a block
 
 struct FieldError {

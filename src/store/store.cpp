@@ -184,30 +184,12 @@ InstanceRow read_instance(const Stmt& s) {
 }
 
 void bind_instance_values(Stmt& s, const InstanceRow& r) {
-  s.bind(r.cluster_id)
-      .bind(r.group)
-      .bind(r.slot)
-      .bind(r.node_name)
-      .bind(r.status)
-      .bind(r.message)
-      .bind(r.launch_time)
-      .bind(r.pid)
-      .bind(r.agent_token)
-      .bind(r.lifecycle_status)
-      .bind(r.lifecycle_exit)
-      .bind(r.lifecycle_tail)
-      .bind(r.last_heartbeat)
-      .bind(r.terminated_at)
-      .bind(r.health)
-      .bind(r.last_verdict)
-      .bind(r.recovery)
-      .bind(r.recovery_reason)
-      .bind(r.recovery_stage)
-      .bind(r.recovery_since)
-      .bind(r.reboots)
-      .bind(r.replaces)
-      .bind(r.deep_check.dump())
-      .bind(r.deep_result.dump())
+  s.bind(r.cluster_id).bind(r.group).bind(r.slot).bind(r.node_name).bind(r.status)
+      .bind(r.message).bind(r.launch_time).bind(r.pid).bind(r.agent_token)
+      .bind(r.lifecycle_status).bind(r.lifecycle_exit).bind(r.lifecycle_tail)
+      .bind(r.last_heartbeat).bind(r.terminated_at).bind(r.health).bind(r.last_verdict)
+      .bind(r.recovery).bind(r.recovery_reason).bind(r.recovery_stage).bind(r.recovery_since)
+      .bind(r.reboots).bind(r.replaces).bind(r.deep_check.dump()).bind(r.deep_result.dump())
       .bind(r.verdict_time);
 }
 
@@ -231,8 +213,8 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
       },
       &store->commits_);
   // FULL: a committed transaction survives a power cut, not only a process crash.
-  for (const char* pragma :
-       {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;", "PRAGMA foreign_keys=ON;"}) {
+  for (const char* pragma : {"PRAGMA journal_mode=WAL;", "PRAGMA synchronous=FULL;",
+                             "PRAGMA foreign_keys=ON;"}) {
     if (auto s = store->exec(pragma); !s) return s.error();
   }
   if (auto s = store->exec(kSchema); !s) return s.error();
@@ -248,8 +230,8 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
     auto s = store->exec(std::string("ALTER TABLE instances ADD COLUMN ") + column + ";");
     if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
   }
-  for (const char* column : {"software_update TEXT NOT NULL DEFAULT 'null'",
-                             "removed_slots TEXT NOT NULL DEFAULT '{}'"}) {
+  for (const char* column :
+       {"software_update TEXT NOT NULL DEFAULT 'null'", "removed_slots TEXT NOT NULL DEFAULT '{}'"}) {
     auto s = store->exec(std::string("ALTER TABLE clusters ADD COLUMN ") + column + ";");
     if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
   }
@@ -296,53 +278,30 @@ Status Store::transaction(const std::function<Status()>& fn) {
 
 Status Store::insert_cluster(const ClusterRow& r) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
-         "INSERT INTO clusters (id, name, arn, status, failure_message, spec, provisioning, "
-         "idx, applied_conf_hash, created_at, updated_at, software_update, removed_slots) "
-         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  s.bind(r.id)
-      .bind(r.name)
-      .bind(r.arn)
-      .bind(r.status)
-      .bind(r.failure_message)
-      .bind(r.spec.dump())
-      .bind(r.provisioning.dump())
-      .bind(r.index)
-      .bind(r.applied_conf_hash)
-      .bind(r.created_at)
-      .bind(r.updated_at)
-      .bind(r.software_update.dump())
-      .bind(r.removed_slots.dump());
+  Stmt s(db_, "INSERT INTO clusters (id, name, arn, status, failure_message, spec, provisioning, "
+              "idx, applied_conf_hash, created_at, updated_at, software_update, removed_slots) "
+              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  s.bind(r.id).bind(r.name).bind(r.arn).bind(r.status).bind(r.failure_message).bind(r.spec.dump())
+      .bind(r.provisioning.dump()).bind(r.index).bind(r.applied_conf_hash).bind(r.created_at)
+      .bind(r.updated_at).bind(r.software_update.dump()).bind(r.removed_slots.dump());
   return s.run("insert cluster " + r.name);
 }
 
 Status Store::update_cluster(const ClusterRow& r) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
-         "UPDATE clusters SET name=?, arn=?, status=?, failure_message=?, spec=?, "
-         "provisioning=?, idx=?, applied_conf_hash=?, created_at=?, updated_at=?, "
-         "software_update=?, removed_slots=? WHERE id=?");
-  s.bind(r.name)
-      .bind(r.arn)
-      .bind(r.status)
-      .bind(r.failure_message)
-      .bind(r.spec.dump())
-      .bind(r.provisioning.dump())
-      .bind(r.index)
-      .bind(r.applied_conf_hash)
-      .bind(r.created_at)
-      .bind(r.updated_at)
-      .bind(r.software_update.dump())
-      .bind(r.removed_slots.dump())
-      .bind(r.id);
+  Stmt s(db_, "UPDATE clusters SET name=?, arn=?, status=?, failure_message=?, spec=?, "
+              "provisioning=?, idx=?, applied_conf_hash=?, created_at=?, updated_at=?, "
+              "software_update=?, removed_slots=? WHERE id=?");
+  s.bind(r.name).bind(r.arn).bind(r.status).bind(r.failure_message).bind(r.spec.dump())
+      .bind(r.provisioning.dump()).bind(r.index).bind(r.applied_conf_hash).bind(r.created_at)
+      .bind(r.updated_at).bind(r.software_update.dump()).bind(r.removed_slots.dump()).bind(r.id);
   return s.run("update cluster " + r.name);
 }
 
 std::optional<ClusterRow> Store::cluster_by_name(const std::string& name) {
   std::lock_guard lock(mu_);
   Stmt s(db_, (std::string("SELECT ") + kClusterCols +
-               " FROM clusters WHERE name=? AND status != 'Deleted'")
-                  .c_str());
+               " FROM clusters WHERE name=? AND status != 'Deleted'").c_str());
   s.bind(name);
   if (s.step() == SQLITE_ROW) return read_cluster(s);
   return std::nullopt;
@@ -370,8 +329,7 @@ std::vector<ClusterRow> Store::clusters(bool include_deleted) {
 Status Store::insert_instance(const InstanceRow& r) {
   std::lock_guard lock(mu_);
   Stmt s(db_, (std::string("INSERT INTO instances (") + kInstanceCols +
-               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
-                  .c_str());
+               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)").c_str());
   s.bind(r.instance_id);
   bind_instance_values(s, r);
   forget_instance(r);
@@ -380,13 +338,12 @@ Status Store::insert_instance(const InstanceRow& r) {
 
 Status Store::update_instance(const InstanceRow& r) {
   std::lock_guard lock(mu_);
-  Stmt s(db_,
-         "UPDATE instances SET cluster_id=?, grp=?, slot=?, node_name=?, status=?, "
-         "message=?, launch_time=?, pid=?, agent_token=?, lifecycle_status=?, "
-         "lifecycle_exit=?, lifecycle_tail=?, last_heartbeat=?, terminated_at=?, health=?, "
-         "last_verdict=?, recovery=?, recovery_reason=?, recovery_stage=?, "
-         "recovery_since=?, reboots=?, replaces=?, deep_check=?, deep_result=?, verdict_time=? "
-         "WHERE instance_id=?");
+  Stmt s(db_, "UPDATE instances SET cluster_id=?, grp=?, slot=?, node_name=?, status=?, "
+              "message=?, launch_time=?, pid=?, agent_token=?, lifecycle_status=?, "
+              "lifecycle_exit=?, lifecycle_tail=?, last_heartbeat=?, terminated_at=?, health=?, "
+              "last_verdict=?, recovery=?, recovery_reason=?, recovery_stage=?, "
+              "recovery_since=?, reboots=?, replaces=?, deep_check=?, deep_result=?, verdict_time=? "
+              "WHERE instance_id=?");
   bind_instance_values(s, r);
   s.bind(r.instance_id);
   forget_instance(r);
@@ -396,8 +353,8 @@ Status Store::update_instance(const InstanceRow& r) {
 std::optional<InstanceRow> Store::instance(const std::string& instance_id) {
   std::lock_guard lock(mu_);
   if (auto it = instance_cache_.find(instance_id); it != instance_cache_.end()) return it->second;
-  Stmt s(db_,
-         (std::string("SELECT ") + kInstanceCols + " FROM instances WHERE instance_id=?").c_str());
+  Stmt s(db_, (std::string("SELECT ") + kInstanceCols + " FROM instances WHERE instance_id=?")
+                  .c_str());
   s.bind(instance_id);
   if (s.step() != SQLITE_ROW) return std::nullopt;
   InstanceRow row = read_instance(s);
@@ -449,17 +406,10 @@ Status Store::mutate_cluster(const std::string& id, const std::function<Status(C
 Result<long long> Store::append_event(EventRow r) {
   std::lock_guard lock(mu_);
   if (r.time == 0) r.time = ids::now_seconds();
-  Stmt s(db_,
-         "INSERT INTO events (cluster_id, time, resource_type, grp, instance_id, node_name, "
-         "type, description) VALUES (?,?,?,?,?,?,?,?)");
-  s.bind(r.cluster_id)
-      .bind(r.time)
-      .bind(r.resource_type)
-      .bind(r.group)
-      .bind(r.instance_id)
-      .bind(r.node_name)
-      .bind(r.type)
-      .bind(r.description);
+  Stmt s(db_, "INSERT INTO events (cluster_id, time, resource_type, grp, instance_id, node_name, "
+              "type, description) VALUES (?,?,?,?,?,?,?,?)");
+  s.bind(r.cluster_id).bind(r.time).bind(r.resource_type).bind(r.group).bind(r.instance_id)
+      .bind(r.node_name).bind(r.type).bind(r.description);
   if (auto st = s.run("append event"); !st) return st.error();
   return static_cast<long long>(sqlite3_last_insert_rowid(db_));
 }
@@ -536,9 +486,8 @@ std::vector<EventRow> Store::events(const std::string& cluster_id, long long aft
 
 std::optional<EventRow> Store::event(const std::string& cluster_id, long long id) {
   std::lock_guard lock(mu_);
-  Stmt s(
-      db_,
-      (std::string("SELECT ") + kEventCols + " FROM events WHERE cluster_id=? AND id=?").c_str());
+  Stmt s(db_, (std::string("SELECT ") + kEventCols +
+               " FROM events WHERE cluster_id=? AND id=?").c_str());
   s.bind(cluster_id).bind(id);
   if (s.step() == SQLITE_ROW) return read_event(s);
   return std::nullopt;
@@ -584,16 +533,8 @@ Status Store::put_auto_resume(const AutoResumeRow& r) {
   std::string sql = std::string("INSERT OR REPLACE INTO auto_resumes (") + kAutoResumeCols +
                     ") VALUES (?,?,?,?,?,?,?,?,?,?,?)";
   Stmt s(db_, sql.c_str());
-  s.bind(r.cluster_id)
-      .bind(r.job_id)
-      .bind(r.resumes)
-      .bind(r.state)
-      .bind(r.mode)
-      .bind(r.reason)
-      .bind(r.nodes.dump())
-      .bind(r.fault_time)
-      .bind(r.ready_time)
-      .bind(r.message)
+  s.bind(r.cluster_id).bind(r.job_id).bind(r.resumes).bind(r.state).bind(r.mode).bind(r.reason)
+      .bind(r.nodes.dump()).bind(r.fault_time).bind(r.ready_time).bind(r.message)
       .bind(r.overlap ? 1 : 0);
   return s.run("store auto-resume of job " + std::to_string(r.job_id));
 }

@@ -1,8 +1,9 @@
 // The CreateCluster / UpdateCluster spec: every rule is named by the field path it reports.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <fstream>
+
+#include <algorithm>
 #include <ostream>
 #include <set>
 #include <string>
@@ -206,7 +207,8 @@ std::vector<MalformedCase> malformed_cases() {
        "SharedFileSystem.DnsName"},
       {"shared_fs_port_zero", on_hosts_with_fs("Port", "0"), "SharedFileSystem.Port"},
       {"shared_fs_user_upper", on_hosts_with_fs("User", R"("Root")"), "SharedFileSystem.User"},
-      {"shared_fs_no_mount_name", on_hosts_with_fs("MountName", ""), "SharedFileSystem.MountName"},
+      {"shared_fs_no_mount_name", on_hosts_with_fs("MountName", ""),
+       "SharedFileSystem.MountName"},
       {"shared_fs_relative_mount_name", on_hosts_with_fs("MountName", R"("export/ml")"),
        "SharedFileSystem.MountName"},
       {"shared_fs_root_mount_name", on_hosts_with_fs("MountName", R"("/")"),
@@ -644,9 +646,9 @@ TEST(SpecUpdateTest, ValidatesListedGroupsLikeCreate) {
 
 // A cluster may fill its whole address and port plan: 20 groups of 64 (1,280 nodes).
 TEST(SpecTest, AClusterMayFillItsLayout) {
-  auto spec =
-      parse_cluster_spec(json::parse(R"({"ClusterName":"c","InstanceGroups":)" +
-                                     groups_of(kMaxInstanceGroups, kMaxInstancesPerGroup) + "}"));
+  auto spec = parse_cluster_spec(json::parse(R"({"ClusterName":"c","InstanceGroups":)" +
+                                             groups_of(kMaxInstanceGroups, kMaxInstancesPerGroup) +
+                                             "}"));
   ASSERT_TRUE(spec.ok()) << spec.error().message;
   EXPECT_EQ(spec->groups.size(), static_cast<size_t>(kMaxInstanceGroups));
 }
