@@ -112,6 +112,17 @@ class Checkpointer {
   // the last saved one) and changes nothing then.
   Status save(int64_t step, const std::vector<Buffer>& buffers, const json& user = json::object());
 
+  // As save(), but the copy runs on a thread of its own and this returns at once: the
+  // caller goes on computing the next step, reading the buffers but not writing them,
+  // until wait_copied(). The checkpoint is the buffers as they were at this call. Only
+  // one copy runs at a time: a save() or save_overlapped() first waits for the last one.
+  Status save_overlapped(int64_t step, const std::vector<Buffer>& buffers,
+                         const json& user = json::object());
+
+  // Blocks until the last save_overlapped()'s copy is done: the buffers may change after.
+  // Returns at once when none is running.
+  void wait_copied();
+
   // Sizes both staging slots for saves of `bytes` (the buffers together) in the background,
   // their pages touched, so that even the first save() stalls only for its copy. Optional;
   // a save of another size resizes its slot itself.
@@ -146,6 +157,11 @@ class Checkpointer {
   explicit Checkpointer(Options options);
   void invalidate_memory_copy(int slot);
   Status prepare_slot(int slot, size_t bytes);
+  // save()'s parts: checks the request and claims a staging slot sized for it (returns
+  // the slot); copies the buffers into it (returns their layout); queues its persist.
+  Result<int> begin_save(int64_t step, const std::vector<Buffer>& buffers);
+  json copy_into_slot(int slot, const std::vector<Buffer>& buffers);
+  void queue_save(int64_t step, int slot, const json& user, json layout);
   struct Impl;
   Options options_;
   std::unique_ptr<Impl> impl_;

@@ -57,6 +57,14 @@ void endure_ckpt_close(endure_ckpt* c);
 /* Copies the buffers and returns; persists in the background. user_json may be NULL. */
 endure_ckpt_status endure_ckpt_save(endure_ckpt* c, int64_t step, const endure_ckpt_buffer* buffers,
                                     size_t count, const char* user_json);
+/* As endure_ckpt_save, but the copy runs on a thread of its own and this returns at once:
+ * the caller may read its buffers, not write them, until endure_ckpt_wait_copied. The
+ * checkpoint is the buffers as they were at this call. */
+endure_ckpt_status endure_ckpt_save_overlapped(endure_ckpt* c, int64_t step,
+                                               const endure_ckpt_buffer* buffers, size_t count,
+                                               const char* user_json);
+/* Until the last overlapped save's copy is done: the buffers may change after. */
+endure_ckpt_status endure_ckpt_wait_copied(endure_ckpt* c);
 /* Until the last save is durable (and committed on rank 0). */
 endure_ckpt_status endure_ckpt_wait(endure_ckpt* c);
 /* The newest complete, valid step; ENDURE_CKPT_ENOTFOUND when there is none. */

@@ -62,6 +62,18 @@ int main(void) {
   CHECK(flip_byte(shard, 100) == 0);
   CHECK(endure_ckpt_load(c, 7, &loaded) == ENDURE_CKPT_ECORRUPT);
   CHECK(strstr(endure_ckpt_last_error(c), "checksum") != NULL);
+  /* An overlapped save is the state at its call: written after wait_copied, not seen. */
+  CHECK(endure_ckpt_save_overlapped(c, 9, buffers, 2, NULL) == ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_wait_copied(c) == ENDURE_CKPT_OK);
+  counter = 43;
+  CHECK(endure_ckpt_wait(c) == ENDURE_CKPT_OK);
+  int64_t nine = -1;
+  CHECK(endure_ckpt_load(c, 9, &nine) == ENDURE_CKPT_OK && nine == 9);
+  const void* saved = NULL;
+  size_t saved_size = 0;
+  CHECK(endure_ckpt_loaded_buffer(c, "counter", &saved, &saved_size) == ENDURE_CKPT_OK);
+  CHECK(saved_size == sizeof counter && *(const long long*)saved == 42);
+  counter = 42;
   endure_ckpt_close(c);
 
   /* The folder turned into a regular file under an open handle (which stops root as well

@@ -61,6 +61,38 @@ TEST(Checkpoint, SavesInTheBackgroundAndLoadsBitExact) {
   EXPECT_TRUE(verify_checkpoint(latest->path).ok());
 }
 
+// A save overlapped with the next step: the copy runs while the caller reads the state
+// (its forward and backward), and the checkpoint is the state at the call, bit for bit the
+// same as one taken with training stopped, although the state changes right after
+// wait_copied() (its optimizer step).
+TEST(Checkpoint, AnOverlappedSaveIsTheStateAtItsCall) {
+  test::TempDir overlapped_dir, stopped_dir;
+  auto overlapped = open_ok({.dir = overlapped_dir.path()});
+  auto stopped = open_ok({.dir = stopped_dir.path()});
+  const size_t n = 8u << 20;  // large enough that the copy is still running below
+  auto w = pattern(5, n), m = pattern(1000005, n / 3);
+  std::vector<Buffer> state = {{"weights", w.data(), w.size()}, {"optimizer", m.data(), m.size()}};
+  ASSERT_TRUE(stopped->save(5, state).ok());
+  ASSERT_TRUE(overlapped->save_overlapped(5, state).ok());
+  uint64_t sum = 0;  // the next step's reads, while the copy runs
+  for (size_t i = 0; i < w.size(); i += 64) sum += w[i];
+  overlapped->wait_copied();
+  for (auto& b : w) b = static_cast<uint8_t>(b + 1);  // the optimizer step writes
+  for (auto& b : m) b = static_cast<uint8_t>(b ^ 0x5a);
+  ASSERT_TRUE(overlapped->save_overlapped(6, state).ok());
+  // A step not above the last one is refused, as by save().
+  EXPECT_EQ(overlapped->save_overlapped(6, state).error().code, "ValidationException");
+  ASSERT_TRUE(overlapped->wait().ok());
+  ASSERT_TRUE(stopped->wait().ok());
+  auto at5 = overlapped->load(5), reference = stopped->load(5), at6 = overlapped->load(6);
+  ASSERT_TRUE(at5.ok() && reference.ok() && at6.ok());
+  EXPECT_EQ(at5->buffers, reference->buffers);
+  EXPECT_EQ(at5->buffers.at("weights"), pattern(5, n));
+  EXPECT_EQ(at6->buffers.at("weights"), w);
+  EXPECT_EQ(at6->buffers.at("optimizer"), m);
+  EXPECT_GT(sum, 0u);
+}
+
 TEST(Checkpoint, BadInputIsRefusedAndWritesNothing) {
   test::TempDir dir;
   auto c = open_ok({.dir = dir.path()});

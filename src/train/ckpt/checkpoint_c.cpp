@@ -79,9 +79,11 @@ extern "C" void endure_ckpt_close(endure_ckpt* c) {
   }
 }
 
-extern "C" endure_ckpt_status endure_ckpt_save(endure_ckpt* c, int64_t step,
-                                               const endure_ckpt_buffer* buffers, size_t count,
-                                               const char* user_json) {
+namespace {
+
+// endure_ckpt_save and endure_ckpt_save_overlapped: the same checks, then one of the two.
+endure_ckpt_status save_with(endure_ckpt* c, int64_t step, const endure_ckpt_buffer* buffers,
+                             size_t count, const char* user_json, bool overlapped) {
   if (!c) return ENDURE_CKPT_EINVAL;
   try {
     if (!buffers && count) return fail(c, endure::make_error("ValidationException", "buffers: NULL"));
@@ -96,11 +98,31 @@ extern "C" endure_ckpt_status endure_ckpt_save(endure_ckpt* c, int64_t step,
         return fail(c, endure::make_error("ValidationException", "user_json: not a JSON object"));
       }
     }
-    auto s = c->impl->save(step, list, user);
+    auto s = overlapped ? c->impl->save_overlapped(step, list, user) : c->impl->save(step, list, user);
     return s ? done(c) : fail(c, s.error());
   } catch (...) {
     return ENDURE_CKPT_EOTHER;
   }
+}
+
+}  // namespace
+
+extern "C" endure_ckpt_status endure_ckpt_save(endure_ckpt* c, int64_t step,
+                                               const endure_ckpt_buffer* buffers, size_t count,
+                                               const char* user_json) {
+  return save_with(c, step, buffers, count, user_json, /*overlapped=*/false);
+}
+
+extern "C" endure_ckpt_status endure_ckpt_save_overlapped(endure_ckpt* c, int64_t step,
+                                                          const endure_ckpt_buffer* buffers,
+                                                          size_t count, const char* user_json) {
+  return save_with(c, step, buffers, count, user_json, /*overlapped=*/true);
+}
+
+extern "C" endure_ckpt_status endure_ckpt_wait_copied(endure_ckpt* c) {
+  if (!c) return ENDURE_CKPT_EINVAL;
+  c->impl->wait_copied();
+  return done(c);
 }
 
 extern "C" endure_ckpt_status endure_ckpt_wait(endure_ckpt* c) {

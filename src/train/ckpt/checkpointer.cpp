@@ -226,6 +226,7 @@ struct Checkpointer::Impl {
   std::vector<StagingSlot> slots;
   Status status;  // the first failure since the last wait()
   std::thread worker;
+  std::thread copier;  // save_overlapped()'s copy, until wait_copied()
 
   // Has the worker size `slot` to `bytes` (its pages touched) unless it is in use or
   // already that size. REQUIRES: mu held.
@@ -382,6 +383,31 @@ Checkpointer::~Checkpointer() {
 }
 
 Status Checkpointer::save(int64_t step, const std::vector<Buffer>& buffers, const json& user) {
+  wait_copied();
+  auto slot = begin_save(step, buffers);
+  if (!slot) return slot.error();
+  queue_save(step, *slot, user, copy_into_slot(*slot, buffers));
+  return {};
+}
+
+Status Checkpointer::save_overlapped(int64_t step, const std::vector<Buffer>& buffers,
+                                     const json& user) {
+  wait_copied();
+  auto slot = begin_save(step, buffers);
+  if (!slot) return slot.error();
+  // The buffers' addresses are the caller's and stay valid: it writes none of them, nor
+  // frees them, before wait_copied().
+  impl_->copier = std::thread([this, step, buffers, user, slot = *slot] {
+    queue_save(step, slot, user, copy_into_slot(slot, buffers));
+  });
+  return {};
+}
+
+void Checkpointer::wait_copied() {
+  if (impl_->copier.joinable()) impl_->copier.join();
+}
+
+Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& buffers) {
   if (buffers.empty()) return make_error("ValidationException", "buffers: at least one");
   std::set<std::string> names;
   for (const auto& b : buffers) {
@@ -404,15 +430,23 @@ Status Checkpointer::save(int64_t step, const std::vector<Buffer>& buffers, cons
   im.slot_busy[slot] = true;
   lock.unlock();
 
-  StagingSlot& staging = im.slots[slot];
   size_t total = kShardHeaderBytes;
   for (const auto& b : buffers) total += b.size;
   invalidate_memory_copy(slot);
-  if (Status s = staging.resize(total); !s) {
+  if (Status s = im.slots[slot].resize(total); !s) {
     lock.lock();
     im.slot_busy[slot] = false;
-    return s;
+    return s.error();
   }
+  lock.lock();
+  // Claimed: a later save's step must be above this one's even while this one copies.
+  im.last_step = step;
+  im.next_slot = (slot + 1) % kSlots;
+  return slot;
+}
+
+json Checkpointer::copy_into_slot(int slot, const std::vector<Buffer>& buffers) {
+  StagingSlot& staging = impl_->slots[slot];
   std::string header = shard_header(options_.rank);
   std::memcpy(staging.data(), header.data(), header.size());
   json layout = json::array();
@@ -422,14 +456,17 @@ Status Checkpointer::save(int64_t step, const std::vector<Buffer>& buffers, cons
     layout.push_back({{"name", b.name}, {"offset", off}, {"size", b.size}});
     off += b.size;
   }
-  lock.lock();
-  im.last_step = step;
-  im.next_slot = (slot + 1) % kSlots;
+  return layout;
+}
+
+void Checkpointer::queue_save(int64_t step, int slot, const json& user, json layout) {
+  Impl& im = *impl_;
+  const size_t total = im.slots[slot].size();
+  std::lock_guard lock(im.mu);
   im.queue.push_back({step, slot, user, std::move(layout)});
   // The next save's slot is sized (its pages touched) in the background, not in its stall.
   im.queue_prepare(im.next_slot, total);
   im.cv.notify_all();
-  return {};
 }
 
 void Checkpointer::reserve(size_t bytes) {
@@ -461,6 +498,7 @@ Status Checkpointer::prepare_slot(int slot, size_t bytes) {
 }
 
 Status Checkpointer::wait() {
+  wait_copied();
   std::unique_lock lock(impl_->mu);
   impl_->cv.wait(lock, [&] { return impl_->queue.empty() && !impl_->writing; });
   return std::exchange(impl_->status, Status());
