@@ -74,7 +74,8 @@ class TrainerResume : public ::testing::Test {
   // evaluations and checkpoint writes alike.
   // In extra, "{run}" stands for the checkpoint folder's name (each run's own tiers).
   std::vector<std::string> train_args(const std::filesystem::path& ckpt,
-                                      std::vector<std::string> extra = {}) const {
+                                      std::vector<std::string> extra = {},
+                                      const std::string& ckpt_every = "7") const {
     for (auto& e : extra) {
       if (auto at = e.find("{run}"); at != std::string::npos) {
         e.replace(at, 5, ckpt.filename().string());
@@ -85,7 +86,7 @@ class TrainerResume : public ::testing::Test {
         "--n-heads", "4", "--n-kv-heads", "2", "--seq-len", "64", "--batch", "4",
         "--grad-accum", "2", "--steps", std::to_string(kSteps), "--warmup", "10", "--lr",
         "3e-3", "--min-lr", "3e-4", "--eval-every", "25", "--eval-batches", "2", "--threads",
-        "2", "--ckpt-dir", ckpt.string(), "--ckpt-every", "7", "--keep-last", "2", "--seed",
+        "2", "--ckpt-dir", ckpt.string(), "--ckpt-every", ckpt_every, "--keep-last", "2", "--seed",
         "11"};
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
@@ -112,10 +113,11 @@ class TrainerResume : public ::testing::Test {
 
   // Trains to the end while a seeded generator kills the process at random moments, then
   // compares everything with an uninterrupted run.
-  void kill_and_resume(uint32_t seed, int kills, const std::vector<std::string>& extra) {
+  void kill_and_resume(uint32_t seed, int kills, const std::vector<std::string>& extra,
+                       const std::string& ckpt_every = "7") {
     TempDir root("endure-train-resume");
     auto ref_log = root.path() / "reference.log";
-    ASSERT_EQ(run(train_args(root.path() / "reference", extra), ref_log), 0)
+    ASSERT_EQ(run(train_args(root.path() / "reference", extra, ckpt_every), ref_log), 0)
         << read_text(ref_log.string() + ".err");
     const auto reference = json_lines(ref_log);
 
@@ -127,7 +129,7 @@ class TrainerResume : public ::testing::Test {
     for (int attempt = 0; attempt < kills + 1 && exit_code != 0; ++attempt) {
       auto so_far = losses(json_lines(log));
       const int64_t done = so_far.empty() ? 0 : so_far.rbegin()->first;
-      pid_t pid = spawn(train_args(root.path() / "killed", extra), log);
+      pid_t pid = spawn(train_args(root.path() / "killed", extra, ckpt_every), log);
       ASSERT_GT(pid, 0);
       int status = 0;
       bool exited = false;
@@ -195,6 +197,10 @@ TempDir* TrainerResume::data_root_ = nullptr;
 TEST_F(TrainerResume, KilledAtRandomMomentsEndsWithTheUninterruptedWeightsBitForBit) {
   kill_and_resume(20261203, 8, {});
 }
+
+// A checkpoint every step, each copied while the next step computes: a kill lands in a
+// copy as often as in a step.
+TEST_F(TrainerResume, CheckpointingEveryStepTheSameHolds) { kill_and_resume(5, 8, {}, "1"); }
 
 TEST_F(TrainerResume, WithMemoryAndLocalTiersTheSameHolds) {
   TempDir tiers("endure-train-tiers");

@@ -103,6 +103,7 @@ struct Trainer::Impl {
   std::unique_ptr<comm::Communicator> comm;
   std::unique_ptr<zero::Engine> engine;
   std::unique_ptr<ckpt::Checkpointer> ckpt;
+  bool copy_pending = false;  // a save_overlapped() not yet waited for
   std::optional<ckpt::CheckpointInfo> latest;  // the newest checkpoint, checked at open
   std::vector<int32_t> inputs, targets;
   int64_t step = 0;         // optimizer steps done
@@ -163,6 +164,8 @@ struct Trainer::Impl {
   Status check_checkpoint();
   Status restore();
   Result<float> train_step();
+  // Waits for the last checkpoint's copy, if one runs; returns the seconds waited.
+  double wait_for_copy();
   Result<float> evaluate();
   Status save_checkpoint();
 };
@@ -260,15 +263,27 @@ Result<float> Trainer::Impl::evaluate() {
   return mean_over_ranks(static_cast<float>(sum / config.eval_batches));
 }
 
-// Saves the current step unless it is saved already, and logs the stall: how long training
-// waited for the copy.
+// Saves the current step unless it is saved already, its copy overlapped with the next
+// step's forward and backward (which only read the state; update() waits for the copy
+// before it writes), and logs the stall: how long training waited for the save to start.
 Status Trainer::Impl::save_checkpoint() {
   if (saved_step == step) return Status::Ok();
   const double t0 = now_seconds();
-  if (auto s = ckpt->save(step, state_buffers(*engine), checkpoint_user()); !s.ok()) return s;
+  if (auto s = ckpt->save_overlapped(step, state_buffers(*engine), checkpoint_user()); !s.ok()) {
+    return s;
+  }
   saved_step = step;
+  copy_pending = true;
   emit({{"checkpoint", step}, {"stall_ms", (now_seconds() - t0) * 1e3}});
   return Status::Ok();
+}
+
+double Trainer::Impl::wait_for_copy() {
+  if (!copy_pending) return 0;
+  const double t0 = now_seconds();
+  ckpt->wait_copied();
+  copy_pending = false;
+  return now_seconds() - t0;
 }
 
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -413,6 +428,8 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
     const float max_norm = c.clip > 0 ? c.clip : std::numeric_limits<float>::infinity();
     auto norm = t.engine->clip(max_norm);
     if (!norm.ok()) return norm.error();
+    // The state is written from here on: the last checkpoint's copy must be done.
+    const double copy_wait = t.ckpt ? t.wait_for_copy() : 0;
     if (auto s = t.engine->update(lr); !s.ok()) return s.error();
     ++t.step;
     const double dt = now_seconds() - t0;
@@ -429,6 +446,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
             {"mfu", t.mfu(tokens_per_step / dt)},
             {"comm_ms", t.engine->comm_seconds() * 1e3},
             {"comm_exposed_ms", t.engine->exposed_seconds() * 1e3},
+            {"ckpt_copy_wait_ms", copy_wait * 1e3},
             {"elapsed_s", now_seconds() - start}});
 
     if (t.val && (t.step % c.eval_every == 0 || t.step == c.steps)) {
