@@ -9,6 +9,8 @@
 #     2048^3 with the same threads, measured in this run)
 #   the training stall of a checkpoint (weights + AdamW moments) per save, through the
 #     checkpoint engine, against the step time
+#   a checkpoint every step (memory tier, then disk; each copy overlapped with the next
+#     step) against none: tokens/s of the two runs, same round    target: cost <= 1 %
 #
 #   bash bench/train/run.sh            # batch 8, seq 256, 12 timed steps, 3 rounds
 #   bash bench/train/run.sh --smoke    # batch 2, 3 steps, 1 round: checks the bench works
@@ -68,6 +70,19 @@ for round in $(seq "$repeat"); do
     --ckpt-dir "$dir/ckpt-$round" --ckpt-every 2 --keep-last 1 >"$dir/train.jsonl"
   rm -rf "$dir/ckpt-$round"
   train_figures "$dir/train.jsonl" | sed 's/^{/{"kind": "endure", /' >>"$results"
+  # No checkpoint, then one every step (memory tier in /dev/shm, the disk behind it).
+  for every in 0 1; do
+    ckpt=()
+    memory=/dev/shm/endure-bench-train-$$-$round
+    if [ "$every" = 1 ]; then
+      ckpt=(--ckpt-dir "$dir/every-$round" --ckpt-memory "$memory" --ckpt-every 1 --keep-last 1)
+    fi
+    timeout 900 build/bin/endure-train --data "$dir/data" --model stories15M --vocab-size 32000 \
+      --batch "$batch" --steps $((warmup + steps)) --warmup 1 --eval-every 0 --threads "$threads" \
+      "${ckpt[@]}" >"$dir/every.jsonl"
+    rm -rf "$dir/every-$round" "$memory"
+    train_figures "$dir/every.jsonl" | sed "s/^{/{\"kind\": \"every$every\", \"round\": $round, /" >>"$results"
+  done
   timeout 900 /usr/bin/python3 tests/train/llama_reference.py --bench --preset stories15M \
     --batch "$batch" --threads "$threads" --steps "$steps" --warmup "$warmup" |
     sed 's/^{/{"kind": "torch", /' >>"$results"
@@ -87,6 +102,10 @@ fpt = ours[0]["flops_per_token"]
 mfu = ours_tps * fpt / 1e9 / sgemm
 torch_mfu = torch_tps * fpt / 1e9 / sgemm
 stall = med(ours, "ckpt_stall_s") if all("ckpt_stall_s" in r for r in ours) else None
+# A checkpoint every step against none, paired by round: the machine drifts between rounds.
+none = {r["round"]: r["train_tokens_per_s"] for r in rows if r["kind"] == "every0"}
+each = {r["round"]: r["train_tokens_per_s"] for r in rows if r["kind"] == "every1"}
+every_cost = statistics.median(1 - each[k] / none[k] for k in none if k in each)
 step_s = med(ours, "train_step_s")
 ratio = ours_tps / torch_tps
 print(f"endure-train vs PyTorch eager: stories15M ({ours[0]['params'] / 1e6:.1f}M parameters), "
@@ -99,10 +118,17 @@ print(f"endure-train / torch: {ratio:.2f}x (target >= 1.5x: {'met' if ratio >= 1
 if stall is not None:
     print(f"checkpoint stall (weights + AdamW moments, every 2nd step): {stall * 1e3:.1f} ms "
           f"= {stall / step_s:.1%} of a {step_s:.2f} s step")
+print(f"a checkpoint every step (memory tier, copy overlapped): {statistics.median(each.values()):.0f} "
+      f"tokens/s against {statistics.median(none.values()):.0f} with none: cost {every_cost:.1%} "
+      f"(target <= 1 %: {'met' if every_cost <= 0.01 else 'not met'})")
 print(json.dumps({"bench": "train", "preset": "stories15M", "batch": batch, "seq": 256,
                   "threads": threads, "rounds": len(ours), "endure_tokens_per_s": round(ours_tps, 1),
                   "torch_tokens_per_s": round(torch_tps, 1), "ratio_vs_torch": round(ratio, 3),
                   "sgemm_gflops": round(sgemm, 1), "endure_mfu": round(mfu, 4),
                   "torch_mfu": round(torch_mfu, 4), "flops_per_token": fpt,
-                  "ckpt_stall_s": stall, "step_s": step_s, "target_met": ratio >= 1.5}))
+                  "ckpt_stall_s": stall, "step_s": step_s, "target_met": ratio >= 1.5,
+                  "tokens_per_s_ckpt_every_0": round(statistics.median(none.values()), 1),
+                  "tokens_per_s_ckpt_every_1": round(statistics.median(each.values()), 1),
+                  "ckpt_every_step_cost": round(every_cost, 4),
+                  "ckpt_every_step_target_met": every_cost <= 0.01}))
 PY
