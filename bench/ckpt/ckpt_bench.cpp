@@ -8,12 +8,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -167,35 +169,31 @@ int main(int argc, char** argv) {
     std::vector<uint8_t>& touched = target;
     touched.resize(std::filesystem::file_size(shard), 1);
     sequential_read_seconds(shard, nullptr);
-    double restore_s = 0, read_s = 0, read_touched_s = 0;
+    // Each takes its figure in seconds; a failure is said on stderr and is negative.
+    const std::array<std::function<double()>, 3> measures = {
+        [&] {
+          drop_caches();
+          auto t0 = Clock::now();
+          auto loaded = (*c)->load_into(kNewest, into);
+          if (!loaded) std::fprintf(stderr, "%s\n", loaded.error().message.c_str());
+          return loaded ? seconds_since(t0) : -1.0;
+        },
+        [&] { return sequential_read_seconds(shard, nullptr); },
+        [&] { return sequential_read_seconds(shard, &touched); }};
+    std::array<double, 3> means = {};  // restore, hot read, touched read
     constexpr int kTurns = 3;
     for (int turn = 0; turn < kTurns; ++turn) {
       for (int k = 0; k < 3; ++k) {
-        switch ((turn + k) % 3) {
-          case 0: {
-            drop_caches();
-            auto t0 = Clock::now();
-            auto loaded = (*c)->load_into(kNewest, into);
-            restore_s += seconds_since(t0) / kTurns;
-            if (!loaded) {
-              std::fprintf(stderr, "%s\n", loaded.error().message.c_str());
-              return 1;
-            }
-            break;
-          }
-          case 1:
-          case 2: {
-            double read = sequential_read_seconds(shard, (turn + k) % 3 == 2 ? &touched : nullptr);
-            if (read < 0) {
-              std::fprintf(stderr, "cannot read %s: %s\n", shard.c_str(), std::strerror(errno));
-              return 1;
-            }
-            ((turn + k) % 3 == 2 ? read_touched_s : read_s) += read / kTurns;
-            break;
-          }
+        const int m = (turn + k) % 3;
+        double seconds = measures[m]();
+        if (seconds < 0) {
+          if (m > 0) std::fprintf(stderr, "cannot read %s: %s\n", shard.c_str(), std::strerror(errno));
+          return 1;
         }
+        means[m] += seconds / kTurns;
       }
     }
+    const double restore_s = means[0], read_s = means[1], read_touched_s = means[2];
 
     // Naive: serialize into a new buffer, write and fsync, all in the caller's thread.
     auto naive_path = root / ("naive-" + std::to_string(mib) + ".bin");

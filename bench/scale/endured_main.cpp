@@ -8,7 +8,6 @@
 
 #include "api/wire.h"
 #include "common/command_line.h"
-#include "common/fs.h"
 #include "common/log.h"
 #include "controller/daemon.h"
 #include "provider/host/host_registry.h"
@@ -50,9 +49,6 @@ int main(int argc, char** argv) {
   if (!token || !store) {
     log::error("{}", !token ? token.error().message : store.error().message);
     return 1;
-  }
-  for (const auto& dir : {config.clusters_dir(), config.secrets_dir()}) {
-    if (!log::ok(fs::make_dirs(dir, 0700), "endure-scale-endured")) return 1;
   }
   bench::SimulatedProvider provider(config.home / "simulated");
   provider::HostRegistry hosts(**store, provider::ssh_state_root(config.home));

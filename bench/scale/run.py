@@ -26,6 +26,7 @@ import tempfile
 import threading
 import time
 import urllib.request
+from datetime import datetime
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GROUP_MAX = 64  # spec.kMaxInstancesPerGroup
@@ -196,9 +197,7 @@ def detections(api, clusters, silences):
             for e in events:
                 after = max(after, e["EventId"])
                 if e["EventType"] == "NodeUnhealthy" and "InstanceId" in e:
-                    t = e["EventTime"]
-                    epoch = time.mktime(time.strptime(t[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
-                    epoch += float("0" + t[19:-1])
+                    epoch = datetime.fromisoformat(e["EventTime"].replace("Z", "+00:00")).timestamp()
                     unhealthy.setdefault(e["InstanceId"], []).append(epoch)
     out = []
     for s in silences:

@@ -21,6 +21,9 @@ Result<Config> open_home(const std::filesystem::path& home, int port) {
   Config config;
   if (auto s = fs::make_dirs(home, 0700); !s) return s.error();
   config.home = std::filesystem::canonical(home);
+  for (const auto& dir : {config.clusters_dir(), config.secrets_dir()}) {
+    if (auto s = fs::make_dirs(dir, 0700); !s) return s.error();
+  }
   if (auto text = fs::read_file(config.home / "config.json"); text) {
     if (auto s = config.apply_json(json::parse(*text, nullptr, false)); !s) return s.error();
   }

@@ -15,8 +15,8 @@
 
 namespace endure::controller {
 
-// The settings of the state folder home (made if missing): its config.json over the
-// defaults, then port when not 0. A bad config.json is a ValidationException naming it.
+// The settings of the state folder home (made if missing, with its clusters and secrets
+// folders): its config.json over the defaults, then port when not 0. A bad config.json is a ValidationException naming it.
 Result<Config> open_home(const std::filesystem::path& home, int port);
 
 // The operator token: made once, mode 0600, kept across restarts.

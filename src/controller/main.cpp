@@ -9,7 +9,6 @@
 
 #include "api/wire.h"
 #include "common/command_line.h"
-#include "common/fs.h"
 #include "common/log.h"
 #include "controller/config.h"
 #include "controller/daemon.h"
@@ -74,9 +73,6 @@ int main(int argc, char** argv) {
   if (!store) {
     log::error("{}", store.error().message);
     return 1;
-  }
-  for (const auto& dir : {config.clusters_dir(), config.secrets_dir()}) {
-    if (!log::ok(fs::make_dirs(dir, 0700), "endured")) return 1;
   }
   provider::LocalProvider local(config.clusters_dir(), agent_path);
   provider::HostRegistry hosts(**store, provider::ssh_state_root(config.home));

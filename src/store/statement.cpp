@@ -46,7 +46,12 @@ void give_back_statement(sqlite3* db, sqlite3_stmt* stmt) {
   sqlite3_clear_bindings(stmt);
   Cache& c = cache();
   std::lock_guard lock(c.mu);
-  c.idle[db][sqlite3_sql(stmt)].push_back(stmt);
+  auto& of_db = c.idle[db];
+  // Found by view: a heartbeat's lookup gives its statement back without a string made.
+  const std::string_view sql = sqlite3_sql(stmt);
+  auto it = of_db.find(sql);
+  if (it == of_db.end()) it = of_db.emplace(std::string(sql), std::vector<sqlite3_stmt*>()).first;
+  it->second.push_back(stmt);
 }
 
 void forget_statements(sqlite3* db) {

@@ -103,7 +103,6 @@ struct Trainer::Impl {
   std::unique_ptr<comm::Communicator> comm;
   std::unique_ptr<zero::Engine> engine;
   std::unique_ptr<ckpt::Checkpointer> ckpt;
-  bool copy_pending = false;  // a save_overlapped() not yet waited for
   std::optional<ckpt::CheckpointInfo> latest;  // the newest checkpoint, checked at open
   std::vector<int32_t> inputs, targets;
   int64_t step = 0;         // optimizer steps done
@@ -164,7 +163,8 @@ struct Trainer::Impl {
   Status check_checkpoint();
   Status restore();
   Result<float> train_step();
-  // Waits for the last checkpoint's copy, if one runs; returns the seconds waited.
+  // Waits for the last checkpoint's copy, if one runs (none without checkpoints); returns
+  // the seconds waited.
   double wait_for_copy();
   Result<float> evaluate();
   Status save_checkpoint();
@@ -273,16 +273,14 @@ Status Trainer::Impl::save_checkpoint() {
     return s;
   }
   saved_step = step;
-  copy_pending = true;
   emit({{"checkpoint", step}, {"stall_ms", (now_seconds() - t0) * 1e3}});
   return Status::Ok();
 }
 
 double Trainer::Impl::wait_for_copy() {
-  if (!copy_pending) return 0;
+  if (!ckpt) return 0;
   const double t0 = now_seconds();
-  ckpt->wait_copied();
-  copy_pending = false;
+  ckpt->wait_copied();  // at once when no copy runs
   return now_seconds() - t0;
 }
 
@@ -429,7 +427,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
     auto norm = t.engine->clip(max_norm);
     if (!norm.ok()) return norm.error();
     // The state is written from here on: the last checkpoint's copy must be done.
-    const double copy_wait = t.ckpt ? t.wait_for_copy() : 0;
+    const double copy_wait = t.wait_for_copy();
     if (auto s = t.engine->update(lr); !s.ok()) return s.error();
     ++t.step;
     const double dt = now_seconds() - t0;
