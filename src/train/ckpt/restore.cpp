@@ -1,0 +1,174 @@
+// The read side of the checkpoint engine: listing the steps of every tier, and restoring a
+// rank's shard from the fastest tier whose copy verifies.
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "endure/checkpoint.h"
+#include "train/ckpt/format.h"
+#include "train/ckpt/shard_io.h"
+#include "train/ckpt/tiers.h"
+
+namespace endure::ckpt {
+
+std::vector<CheckpointInfo> Checkpointer::list() const {
+  std::vector<int64_t> uncommitted;
+  auto all = copies_of(options_, &uncommitted);
+  std::set<int64_t, std::greater<>> steps(uncommitted.begin(), uncommitted.end());
+  for (const auto& [s, _] : all) steps.insert(s);
+  std::vector<CheckpointInfo> out;
+  for (int64_t s : steps) {
+    auto it = all.find(s);
+    if (it == all.end()) {
+      out.push_back(inspect(step_dir(options_.dir, s), s));
+      continue;
+    }
+    CheckpointInfo best;
+    for (const Copy& copy : it->second) {
+      auto info = inspect(copy.dir, s);
+      if (info.valid && !best.valid) best = info;
+      if (!best.valid && best.reason.empty()) best = info;
+      if (info.valid) {
+        best.tiers.push_back(copy.tier);
+        best.tier_paths.push_back(copy.dir);
+      }
+    }
+    out.push_back(std::move(best));
+  }
+  return out;
+}
+
+std::optional<CheckpointInfo> Checkpointer::latest() const {
+  for (auto& info : list()) {
+    if (info.valid) return info;
+  }
+  return std::nullopt;
+}
+
+
+namespace {
+
+// Reads a shard straight into the caller's buffers, every chunk verified on the way.
+Status read_shard(const std::filesystem::path& dir, const json& shard, const std::vector<MutableBuffer>& buffers) {
+  auto path = dir / shard.value("file", "");
+  uint64_t size = shard.value("size", 0ULL);
+  if (!shard.contains("chunks") || !shard["chunks"].is_array() || !shard.contains("buffers") ||
+      !shard["buffers"].is_array()) {
+    return make_error("CorruptCheckpoint", path.string() + ": shard description incomplete");
+  }
+  uint8_t header[kShardHeaderBytes];
+  std::vector<Segment> segments = {{header, kShardHeaderBytes}};
+  size_t next = kShardHeaderBytes;
+  for (const auto& b : shard["buffers"]) {
+    std::string name = b.value("name", "");
+    size_t off = b.value("offset", size_t{0}), n = b.value("size", size_t{0});
+    auto it = std::find_if(buffers.begin(), buffers.end(), [&](auto& m) { return m.name == name; });
+    if (it == buffers.end() || it->size != n) {
+      return make_error("ValidationException",
+                        "buffers: \"" + name + "\" of " + std::to_string(n) + " bytes must be given with that size");
+    }
+    if (off != next) return make_error("CorruptCheckpoint", path.string() + ": buffers not contiguous");
+    segments.push_back({static_cast<uint8_t*>(it->data), n});
+    next += n;
+  }
+  if (next != size) return make_error("CorruptCheckpoint", path.string() + ": sizes disagree");
+  Status s = read_verified(path, size, shard.value("chunk_bytes", size_t{0}), shard["chunks"], segments);
+  if (s && std::memcmp(header, kShardMagic, 8) != 0) {
+    s = make_error("CorruptCheckpoint", path.string() + ": not a shard (magic)");
+  }
+  return s;
+}
+
+// Where each buffer of a shard goes (or why it cannot be restored).
+using Destinations = std::function<Result<std::vector<MutableBuffer>>(const json& shard)>;
+
+// Restores this rank's shard of `step` (the newest that verifies when step < 0) into the
+// memory `destinations` names, from the fastest tier whose copy verifies: the one
+// read-and-verify path of load() and load_into().
+Result<CheckpointInfo> restore(const Options& o, int64_t step, const Destinations& destinations) {
+  Error last = make_error("NotFound", step < 0 ? o.dir.string() + ": no complete, valid checkpoint"
+                                               : fmt::format("{}: step {} is not committed in any tier",
+                                                             o.dir.string(), step));
+  for (const auto& [s, copies] : copies_of(o, nullptr, step)) {
+    for (const Copy& copy : copies) {
+      json manifest;
+      auto info = inspect(copy.dir, s, &manifest);
+      if (!info.committed) continue;  // a save that never finished, or no such step
+      Status st;
+      if (!info.valid) st = make_error("CorruptCheckpoint", info.path.string() + ": " + info.reason);
+      const json* shard = st ? shard_of(manifest, o.rank) : nullptr;
+      if (st && !shard) {
+        st = make_error("WorldMismatch", fmt::format("{}: no shard for rank {} (saved by a world of {})",
+                                                     info.path.string(), o.rank, info.world));
+      }
+      if (st) {
+        auto buffers = destinations(*shard);
+        st = buffers ? read_shard(copy.dir, *shard, *buffers) : Status(buffers.error());
+      }
+      if (st) {
+        info.tiers = {copy.tier};
+        info.tier_paths = {copy.dir};
+        return info;
+      }
+      if (st.error().code == "ValidationException") return st.error();
+      log::warn("checkpoint step {} ({} tier) skipped: {}", s, copy.tier, st.error().message);
+      last = st.error();
+    }
+  }
+  return last;
+}
+
+// Memory for every buffer a shard holds, in `storage`, by name.
+std::vector<MutableBuffer> allocate(const json& shard, std::map<std::string, std::vector<uint8_t>>& storage) {
+  std::vector<MutableBuffer> out;
+  for (const auto& b : shard["buffers"]) {
+    auto& v = storage[b.value("name", "")];
+    v.assign(b.value("size", size_t{0}), 0);
+    out.push_back({b.value("name", ""), v.data(), v.size()});
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<Loaded> Checkpointer::load(int64_t step) const { return load_rank(step, options_.rank); }
+
+Result<Loaded> Checkpointer::load_rank(int64_t step, int rank) const {
+  Options o = options_;
+  o.rank = rank;
+  Loaded out;
+  auto info = restore(o, step, [&](const json& shard) -> Result<std::vector<MutableBuffer>> {
+    out.buffers.clear();
+    if (!shard.contains("buffers") || !shard["buffers"].is_array()) return std::vector<MutableBuffer>{};
+    return allocate(shard, out.buffers);
+  });
+  if (!info) return info.error();
+  out.step = info->step;
+  out.world = info->world;
+  out.user = info->user;
+  return out;
+}
+
+Result<CheckpointInfo> Checkpointer::load_into(int64_t step, const std::vector<MutableBuffer>& buffers) const {
+  return restore(options_, step, [&](const json&) -> Result<std::vector<MutableBuffer>> { return buffers; });
+}
+
+Status verify_checkpoint(const std::filesystem::path& dir) {
+  json manifest;
+  auto info = inspect(dir, parse_step_dir(dir.filename().string()), &manifest);
+  if (!info.valid) return make_error("CorruptCheckpoint", dir.string() + ": " + info.reason);
+  for (const auto& shard : manifest["shards"]) {
+    std::map<std::string, std::vector<uint8_t>> storage;
+    if (!shard.contains("buffers") || !shard["buffers"].is_array()) {
+      return make_error("CorruptCheckpoint", dir.string() + ": shard description incomplete");
+    }
+    if (auto s = read_shard(dir, shard, allocate(shard, storage)); !s) return s;
+  }
+  return {};
+}
+
+}  // namespace endure::ckpt

@@ -1,0 +1,68 @@
+// Where a checkpoint's copies live and how a step is committed in each tier: the folder
+// layout and manifests shared by the save side (checkpointer.cpp) and the read side
+// (restore.cpp). See include/endure/checkpoint.h for the tiers themselves.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/result.h"
+#include "endure/checkpoint.h"
+
+namespace endure::ckpt {
+
+inline constexpr int kSlots = 2;  // the memory tier's slots: one copied into while one is written
+
+Result<json> read_sealed(const std::filesystem::path& path);
+std::filesystem::path slot_dir(const std::filesystem::path& memory_dir, int slot);
+
+// Cheap checks of a committed step: the manifest seals, every shard has its size. The
+// manifest read for it is handed back through `manifest` when asked for.
+CheckpointInfo inspect(const std::filesystem::path& dir, int64_t step, json* manifest = nullptr);
+
+// The steps with a folder in dir, newest first.
+std::vector<int64_t> steps_in(const std::filesystem::path& dir);
+
+// A folder holding one step's shards in one tier.
+struct Copy {
+  std::string tier;
+  std::filesystem::path dir;
+};
+
+// The shared folder a node-local tier's copies belong to, as their manifests record it.
+std::string owner_of(const Options& o);
+
+// The copies of every step (or of `only_step`) in every tier, newest step first, fastest
+// tier first. A listing (`uncommitted` given) keeps only committed shared copies and names
+// the shared folders without a manifest there; a restore, which stops at the first copy
+// that verifies, gets every shared folder unchecked rather than a cold lookup of each.
+std::map<int64_t, std::vector<Copy>, std::greater<>> copies_of(const Options& o,
+                                                               std::vector<int64_t>* uncommitted = nullptr,
+                                                               int64_t only_step = -1);
+
+// The shard description of `rank` in a manifest, or null.
+const json* shard_of(const json& manifest, int rank);
+
+// Rank r's descriptor of `step` in dir as the manifest lists it, or nothing while it is
+// not there.
+std::optional<json> shard_entry(const std::filesystem::path& dir, int rank, int64_t step);
+
+// Writes the manifest that makes `step` exist in dir. A node-local tier's names the shared
+// folder it belongs to (`owner`); the shared folder's own names none.
+Status write_manifest(const std::filesystem::path& dir, int64_t step, int world, const json& user,
+                      json shards, const std::string& owner = "");
+
+// Commits a node-local tier's step once every rank's descriptor of it is there.
+Status commit_if_complete(const std::filesystem::path& dir, int64_t step, int world, const json& user,
+                          const std::string& owner);
+
+// Removes this rank's files of all but its newest `keep` steps in a node-local tier.
+void prune_rank(const std::filesystem::path& dir, int rank, int keep);
+
+}  // namespace endure::ckpt
