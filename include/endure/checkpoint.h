@@ -68,6 +68,11 @@ struct Options {
   int local_keep_last = 2;
 };
 
+// Where a save goes: every tier, or the memory tier alone (while the disk tiers are still
+// writing an earlier save, a trainer saving every step keeps the newest step in memory
+// and lets the disk fall behind instead of queueing behind it).
+enum class Tiers { all, memory };
+
 // A named region of the caller's memory to restore into.
 struct MutableBuffer {
   std::string name;
@@ -79,8 +84,8 @@ struct MutableBuffer {
 struct CheckpointInfo {
   int64_t step = 0;
   int world = 0;
-  uint64_t bytes = 0;  // every shard together
-  json user;           // the metadata given to save()
+  uint64_t bytes = 0;      // every shard together
+  json user;               // the metadata given to save()
   bool committed = false;  // a manifest exists
   bool valid = false;      // committed, and the manifest and shard sizes check out
   std::string reason;      // why not valid
@@ -109,24 +114,36 @@ class Checkpointer {
   // and returns; the shard is persisted to each tier (and, on rank 0, committed) in the
   // background. Double-buffered: only a save two saves back still being written is waited
   // for. Fails at once on bad input (no buffers, duplicate or empty names, a step not above
-  // the last saved one) and changes nothing then.
-  Status save(int64_t step, const std::vector<Buffer>& buffers, const json& user = json::object());
+  // the last saved one, Tiers::memory without a memory tier) and changes nothing then.
+  Status save(int64_t step, const std::vector<Buffer>& buffers, const json& user = json::object(),
+              Tiers tiers = Tiers::all);
 
   // As save(), but the copy runs on a thread of its own and this returns at once: the
   // caller goes on computing the next step, reading the buffers but not writing them,
-  // until wait_copied(). The checkpoint is the buffers as they were at this call. Only
-  // one copy runs at a time: a save() or save_overlapped() first waits for the last one.
+  // until wait_copied(). The checkpoint is the buffers as they were at this call. The
+  // copy runs at idle priority, on cycles the caller leaves unused, and takes each chunk's
+  // checksum as it goes. Only one copy runs at a time: a save() or save_overlapped()
+  // first waits for the last one.
   Status save_overlapped(int64_t step, const std::vector<Buffer>& buffers,
-                         const json& user = json::object());
+                         const json& user = json::object(), Tiers tiers = Tiers::all);
 
-  // Blocks until the last save_overlapped()'s copy is done: the buffers may change after.
-  // Returns at once when none is running.
+  // Returns once the last save_overlapped()'s copy is done, copying what is left of it on
+  // this thread: the buffers may change after. Returns at once when none is running.
   void wait_copied();
+
+  // Whether a save's disk tiers (local disk, shared folder) are still to be written: a
+  // save to every tier now would wait behind it or queue. Ranks must agree on a save's
+  // tiers (rank 0 commits only steps every rank wrote): a trainer reduces this over them.
+  bool disk_busy() const;
 
   // Sizes both staging slots for saves of `bytes` (the buffers together) in the background,
   // their pages touched, so that even the first save() stalls only for its copy. Optional;
   // a save of another size resizes its slot itself.
   void reserve(size_t bytes);
+
+  // Writes the newest save to the disk tiers when it went to the memory tier alone, then
+  // wait()s: what a run ends with, so that its last step outlives the node.
+  Status flush();
 
   // Blocks until every save is durable in every tier (and, on rank 0, committed); the
   // outcome of the first that failed since the last wait(), else success.
@@ -158,10 +175,13 @@ class Checkpointer {
   void invalidate_memory_copy(int slot);
   Status prepare_slot(int slot, size_t bytes);
   // save()'s parts: checks the request and claims a staging slot sized for it (returns
-  // the slot); copies the buffers into it (returns their layout); queues its persist.
-  Result<int> begin_save(int64_t step, const std::vector<Buffer>& buffers);
-  json copy_into_slot(int slot, const std::vector<Buffer>& buffers);
-  void queue_save(int64_t step, int slot, const json& user, json layout);
+  // the slot).
+  Result<int> begin_save(int64_t step, const std::vector<Buffer>& buffers, Tiers tiers);
+  // Hands a copied slot to the worker for the tiers left to write (its checksums when
+  // taken already), or frees it when none is.
+  void queue_save(int64_t step, int slot, const json& user, const json& layout,
+                  std::vector<std::string> checksums, bool memory, bool disk);
+  void join_copier();
   struct Impl;
   Options options_;
   std::unique_ptr<Impl> impl_;

@@ -65,6 +65,18 @@ endure_ckpt_status endure_ckpt_save_overlapped(endure_ckpt* c, int64_t step,
                                                const char* user_json);
 /* Until the last overlapped save's copy is done: the buffers may change after. */
 endure_ckpt_status endure_ckpt_wait_copied(endure_ckpt* c);
+/* As endure_ckpt_save_overlapped, to the memory tier alone (ENDURE_CKPT_EINVAL without
+ * one): what a caller saving every step does while endure_ckpt_disk_busy says 1 on any
+ * rank, so that the disk falls behind instead of training waiting for it. */
+endure_ckpt_status endure_ckpt_save_overlapped_memory(endure_ckpt* c, int64_t step,
+                                                      const endure_ckpt_buffer* buffers, size_t count,
+                                                      const char* user_json);
+/* 1 while a save's disk tiers (local disk, shared folder) are still to be written, else 0
+ * (and 0 for NULL). */
+int endure_ckpt_disk_busy(const endure_ckpt* c);
+/* Writes the newest save to the disk tiers when it went to the memory tier alone, then
+ * waits as endure_ckpt_wait: what a run ends with. */
+endure_ckpt_status endure_ckpt_flush(endure_ckpt* c);
 /* Until the last save is durable (and committed on rank 0). */
 endure_ckpt_status endure_ckpt_wait(endure_ckpt* c);
 /* The newest complete, valid step; ENDURE_CKPT_ENOTFOUND when there is none. */

@@ -214,6 +214,20 @@ TEST_F(TrainerResume, WithMemoryAndLocalTiersTheSameHolds) {
                          (memory / "{run}").string()});
 }
 
+// A checkpoint every step with the memory tier (one folder across a run's restarts, as on
+// one node): saves due while the disk still writes an earlier one go to memory alone, a
+// kill restores the newest step of either tier, and the run's end puts its last step on
+// disk, where the comparison reads it.
+TEST_F(TrainerResume, EveryStepWithTheMemoryTierTheSameHolds) {
+  TempDir tiers("endure-train-every");
+  auto memory = std::filesystem::path("/dev/shm") / tiers.path().filename();
+  struct Cleanup {
+    std::filesystem::path p;
+    ~Cleanup() { std::filesystem::remove_all(p); }
+  } cleanup{memory};
+  kill_and_resume(13, 6, {"--ckpt-memory", (memory / "{run}").string()}, "1");
+}
+
 TEST_F(TrainerResume, ACheckpointOfAnotherModelIsRefused) {
   TempDir root("endure-train-other");
   auto log = root.path() / "log";

@@ -113,7 +113,28 @@ int main(void) {
   CHECK(endure_ckpt_load(c, -1, &loaded) == ENDURE_CKPT_OK && loaded == 3);
   CHECK(endure_ckpt_loaded_buffer(c, "weights", &data, &size) == ENDURE_CKPT_OK);
   CHECK(size == sizeof weights && memcmp(data, weights, size) == 0);
+  /* A save to the memory tier alone, then flushed to the disk tiers. */
+  CHECK(endure_ckpt_save_overlapped(c, 4, buffers, 2, NULL) == ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_disk_busy(c) == 1);
+  CHECK(endure_ckpt_wait_copied(c) == ENDURE_CKPT_OK);
+  weights[0] = 123.0f;
+  CHECK(endure_ckpt_save_overlapped_memory(c, 5, buffers, 2, NULL) == ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_wait(c) == ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_disk_busy(c) == 0);
+  char step5[200];
+  snprintf(step5, sizeof step5, "%s/step-000000000005/MANIFEST.json", shared);
+  CHECK(access(step5, F_OK) != 0);
+  CHECK(endure_ckpt_flush(c) == ENDURE_CKPT_OK);
+  CHECK(access(step5, F_OK) == 0);
   endure_ckpt_close(c);
+  endure_ckpt* untiered = NULL;
+  CHECK(endure_ckpt_open(shared, 0, 1, 2, 0, &untiered) == ENDURE_CKPT_OK);
+  CHECK(endure_ckpt_save_overlapped_memory(untiered, 6, buffers, 2, NULL) == ENDURE_CKPT_EINVAL);
+  CHECK(strstr(endure_ckpt_last_error(untiered), "tiers") != NULL);
+  CHECK(endure_ckpt_load(untiered, -1, &loaded) == ENDURE_CKPT_OK && loaded == 5);
+  CHECK(endure_ckpt_loaded_buffer(untiered, "weights", &data, &size) == ENDURE_CKPT_OK);
+  CHECK(size == sizeof weights && ((const float*)data)[0] == 123.0f);
+  endure_ckpt_close(untiered);
 
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

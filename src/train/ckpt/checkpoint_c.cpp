@@ -83,7 +83,8 @@ namespace {
 
 // endure_ckpt_save and endure_ckpt_save_overlapped: the same checks, then one of the two.
 endure_ckpt_status save_with(endure_ckpt* c, int64_t step, const endure_ckpt_buffer* buffers,
-                             size_t count, const char* user_json, bool overlapped) {
+                             size_t count, const char* user_json, bool overlapped,
+                             endure::ckpt::Tiers tiers = endure::ckpt::Tiers::all) {
   if (!c) return ENDURE_CKPT_EINVAL;
   try {
     if (!buffers && count) return fail(c, endure::make_error("ValidationException", "buffers: NULL"));
@@ -98,7 +99,8 @@ endure_ckpt_status save_with(endure_ckpt* c, int64_t step, const endure_ckpt_buf
         return fail(c, endure::make_error("ValidationException", "user_json: not a JSON object"));
       }
     }
-    auto s = overlapped ? c->impl->save_overlapped(step, list, user) : c->impl->save(step, list, user);
+    auto s = overlapped ? c->impl->save_overlapped(step, list, user, tiers)
+                        : c->impl->save(step, list, user, tiers);
     return s ? done(c) : fail(c, s.error());
   } catch (...) {
     return ENDURE_CKPT_EOTHER;
@@ -117,6 +119,28 @@ extern "C" endure_ckpt_status endure_ckpt_save_overlapped(endure_ckpt* c, int64_
                                                           const endure_ckpt_buffer* buffers,
                                                           size_t count, const char* user_json) {
   return save_with(c, step, buffers, count, user_json, /*overlapped=*/true);
+}
+
+extern "C" endure_ckpt_status endure_ckpt_save_overlapped_memory(endure_ckpt* c, int64_t step,
+                                                                 const endure_ckpt_buffer* buffers,
+                                                                 size_t count,
+                                                                 const char* user_json) {
+  return save_with(c, step, buffers, count, user_json, /*overlapped=*/true,
+                   endure::ckpt::Tiers::memory);
+}
+
+extern "C" int endure_ckpt_disk_busy(const endure_ckpt* c) {
+  return c && c->impl->disk_busy() ? 1 : 0;
+}
+
+extern "C" endure_ckpt_status endure_ckpt_flush(endure_ckpt* c) {
+  if (!c) return ENDURE_CKPT_EINVAL;
+  try {
+    auto s = c->impl->flush();
+    return s ? done(c) : fail(c, s.error());
+  } catch (...) {
+    return ENDURE_CKPT_EOTHER;
+  }
 }
 
 extern "C" endure_ckpt_status endure_ckpt_wait_copied(endure_ckpt* c) {

@@ -1,3 +1,5 @@
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -8,16 +10,14 @@
 #include <set>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "common/fs.h"
 #include "common/log.h"
 #include "endure/checkpoint.h"
 #include "train/ckpt/format.h"
 #include "train/ckpt/shard_io.h"
+#include "train/ckpt/snapshot.h"
 #include "train/ckpt/staging.h"
 #include "train/ckpt/tiers.h"
-
 
 namespace endure::ckpt {
 
@@ -27,6 +27,9 @@ struct Checkpointer::Impl {
     int slot;
     json user;
     json layout;
+    std::vector<std::string> checksums;  // empty: the persist takes them
+    bool memory = false;  // the memory tier's descriptor and commit are still to write
+    bool disk = false;    // the local disk and shared tiers are to be written
     size_t bytes = 0;
   };
   std::mutex mu;
@@ -37,17 +40,28 @@ struct Checkpointer::Impl {
   int64_t last_step = -1;
   bool slot_busy[kSlots] = {};
   int next_slot = 0;
+  int disk_pending = 0;  // saves whose disk tiers are not yet written
+  // The save each slot holds, for flush() to write a memory-only one to the disk tiers.
+  struct Held {
+    int64_t step = -1;
+    json user, layout;
+    std::vector<std::string> checksums;
+    bool disk = false;
+  };
+  Held held[kSlots];
   std::vector<StagingSlot> slots;
   Status status;  // the first failure since the last wait()
   std::thread worker;
-  std::thread copier;  // save_overlapped()'s copy, until wait_copied()
+  // save_overlapped()'s copy and the thread running it, until the next save or wait().
+  std::thread copier;
+  std::shared_ptr<Snapshot> copying;
 
   // Has the worker size `slot` to `bytes` (its pages touched) unless it is in use or
   // already that size. REQUIRES: mu held.
   void queue_prepare(int slot, size_t bytes) {
     if (slot_busy[slot] || slots[slot].size() == bytes) return;
     slot_busy[slot] = true;
-    queue.push_back({-1, slot, {}, {}, bytes});
+    queue.push_back({-1, slot, {}, {}, {}, false, false, bytes});
   }
 };
 
@@ -61,7 +75,8 @@ void warn_local(const char* tier, int64_t step, const Status& s) {
 
 // Rank 0's commit: waits for every rank's descriptor in the shared folder, then writes the
 // manifest that makes the step exist.
-Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t step, const json& user) {
+Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t step,
+                     const json& user) {
   json shards = json::array();
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(o.commit_timeout_seconds * 1000));
@@ -69,8 +84,9 @@ Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t
     std::optional<json> entry;
     while (!(entry = shard_entry(dir, r, step))) {
       if (std::chrono::steady_clock::now() > deadline) {
-        return make_error("CommitTimeout", fmt::format("rank {} did not make its shard of step {} durable in time",
-                                                       r, step));
+        return make_error(
+            "CommitTimeout",
+            fmt::format("rank {} did not make its shard of step {} durable in time", r, step));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -79,39 +95,59 @@ Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t
   return write_manifest(dir, step, o.world, user, std::move(shards));
 }
 
-// One save's way through the tiers, fastest first: the memory tier (the slot is already its
-// shard: only its descriptor is written), the local disk, then the shared folder.
-Status persist(const Options& o, int64_t step, const json& user, const json& layout, const StagingSlot& slot) {
+// A rank's sealed description of its shard of a step.
+std::string descriptor(const Options& o, int64_t step, size_t size,
+                       const std::vector<std::string>& chunks, const json& layout) {
+  json d = {{"magic", "endure-ckpt"},
+            {"version", kFormatVersion},
+            {"step", step},
+            {"rank", o.rank},
+            {"file", shard_name(o.rank)},
+            {"size", size},
+            {"chunk_bytes", o.chunk_bytes},
+            {"chunks", chunks},
+            {"buffers", layout}};
+  return seal(d).dump();
+}
+
+// The memory tier's part of a save: the slot is already its shard, so only the descriptor
+// is written, and the step committed once every rank of the node has written its own.
+void persist_memory(const Options& o, int64_t step, const json& user, const json& layout,
+                    const StagingSlot& slot, const std::vector<std::string>& chunks) {
+  auto dir = slot.file().parent_path();
+  Status s = fs::atomic_write_file(dir / descriptor_name(o.rank),
+                                   descriptor(o, step, slot.size(), chunks, layout));
+  if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
+  warn_local("memory", step, s);
+}
+
+// The disk tiers' part, fastest first: the local disk, then the shared folder (committed
+// and pruned by rank 0). Takes the checksums when `chunks` is empty.
+Status persist_disk(const Options& o, int64_t step, const json& user, const json& layout,
+                    const StagingSlot& slot, std::vector<std::string> chunks) {
   const uint8_t* data = slot.data();
   const size_t size = slot.size();
-  const std::string owner = o.memory_dir.empty() && o.local_dir.empty() ? "" : owner_of(o);
-  std::vector<std::string> chunks;
-  auto descriptor = [&] {
-    json d = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", step},
-              {"rank", o.rank},          {"file", shard_name(o.rank)}, {"size", size},
-              {"chunk_bytes", o.chunk_bytes}, {"chunks", chunks},    {"buffers", layout}};
-    return seal(d).dump();
-  };
-  if (!o.memory_dir.empty()) {
-    chunks = chunk_checksums(data, size, o.chunk_bytes);
-    auto dir = slot.file().parent_path();
-    Status s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
-    if (s) s = commit_if_complete(dir, step, o.world, user, owner);
-    warn_local("memory", step, s);
-  }
   if (!o.local_dir.empty()) {
     auto dir = step_dir(o.local_dir, step);
     Status s = fs::make_dirs(dir);
-    if (s) s = write_durable(dir / shard_name(o.rank), data, size, o.chunk_bytes, chunks.empty() ? &chunks : nullptr);
-    if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
-    if (s) s = commit_if_complete(dir, step, o.world, user, owner);
+    if (s)
+      s = write_durable(dir / shard_name(o.rank), data, size, o.chunk_bytes,
+                        chunks.empty() ? &chunks : nullptr);
+    if (s)
+      s = fs::atomic_write_file(dir / descriptor_name(o.rank),
+                                descriptor(o, step, size, chunks, layout));
+    if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
     if (s) prune_rank(o.local_dir, o.rank, o.local_keep_last);
     warn_local("local", step, s);
   }
   auto dir = step_dir(o.dir, step);
   Status s = fs::make_dirs(dir);
-  if (s) s = write_durable(dir / shard_name(o.rank), data, size, o.chunk_bytes, chunks.empty() ? &chunks : nullptr);
-  if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor());
+  if (s)
+    s = write_durable(dir / shard_name(o.rank), data, size, o.chunk_bytes,
+                      chunks.empty() ? &chunks : nullptr);
+  if (s)
+    s = fs::atomic_write_file(dir / descriptor_name(o.rank),
+                              descriptor(o, step, size, chunks, layout));
   if (s && o.rank == 0) {
     s = commit_shared(o, dir, step, user);
     // Retention after the commit: a step it fails to remove goes at a later save's prune.
@@ -128,11 +164,13 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
   if (options.world < 1 || options.rank < 0 || options.rank >= options.world) {
     return make_error("ValidationException", "rank/world: need 0 <= rank < world");
   }
-  if (options.chunk_bytes < 4096) return make_error("ValidationException", "chunk_bytes: at least 4096");
+  if (options.chunk_bytes < 4096)
+    return make_error("ValidationException", "chunk_bytes: at least 4096");
   if (options.keep_last < 0 || options.keep_every < 0) {
     return make_error("ValidationException", "keep_last/keep_every: must not be negative");
   }
-  if (options.local_keep_last < 1) return make_error("ValidationException", "local_keep_last: at least 1");
+  if (options.local_keep_last < 1)
+    return make_error("ValidationException", "local_keep_last: at least 1");
   if (auto s = fs::make_dirs(options.dir); !s) return s.error();
   for (const auto& tier : {options.local_dir, options.memory_dir}) {
     if (tier.empty()) continue;
@@ -174,10 +212,20 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
         im.cv.notify_all();
         continue;
       }
-      Status s = persist(self->options_, job.step, job.user, job.layout, im.slots[job.slot]);
+      const Options& o = self->options_;
+      const StagingSlot& slot = im.slots[job.slot];
+      if (job.memory) {
+        if (job.checksums.empty())
+          job.checksums = chunk_checksums(slot.data(), slot.size(), o.chunk_bytes);
+        persist_memory(o, job.step, job.user, job.layout, slot, job.checksums);
+      }
+      Status s =
+          job.disk ? persist_disk(o, job.step, job.user, job.layout, slot, std::move(job.checksums))
+                   : Status();
       if (!s) log::warn("checkpoint step {}: {}", job.step, s.error().message);
       lock.lock();
       if (!s && im.status) im.status = s;
+      if (job.disk) --im.disk_pending;
       im.writing = false;
       im.slot_busy[job.slot] = false;
       im.cv.notify_all();
@@ -196,32 +244,60 @@ Checkpointer::~Checkpointer() {
   if (impl_->worker.joinable()) impl_->worker.join();
 }
 
-Status Checkpointer::save(int64_t step, const std::vector<Buffer>& buffers, const json& user) {
-  wait_copied();
-  auto slot = begin_save(step, buffers);
+Status Checkpointer::save(int64_t step, const std::vector<Buffer>& buffers, const json& user,
+                          Tiers tiers) {
+  join_copier();
+  auto slot = begin_save(step, buffers, tiers);
   if (!slot) return slot.error();
-  queue_save(step, *slot, user, copy_into_slot(*slot, buffers));
+  // Copy only: the checksums are taken in the background, off the caller's stall.
+  Snapshot copy(shard_header(options_.rank), buffers, impl_->slots[*slot].data(),
+                options_.chunk_bytes, false);
+  copy.finish();
+  queue_save(step, *slot, user, copy.layout(), {}, !options_.memory_dir.empty(),
+             tiers == Tiers::all);
   return {};
 }
 
 Status Checkpointer::save_overlapped(int64_t step, const std::vector<Buffer>& buffers,
-                                     const json& user) {
-  wait_copied();
-  auto slot = begin_save(step, buffers);
+                                     const json& user, Tiers tiers) {
+  join_copier();
+  auto slot = begin_save(step, buffers, tiers);
   if (!slot) return slot.error();
   // The buffers' addresses are the caller's and stay valid: it writes none of them, nor
   // frees them, before wait_copied().
-  impl_->copier = std::thread([this, step, buffers, user, slot = *slot] {
-    queue_save(step, slot, user, copy_into_slot(slot, buffers));
+  auto copy = std::make_shared<Snapshot>(shard_header(options_.rank), buffers,
+                                         impl_->slots[*slot].data(), options_.chunk_bytes, true);
+  impl_->copying = copy;
+  impl_->copier = std::thread([this, step, user, slot = *slot, tiers, copy] {
+    run_at_idle_priority();
+    copy->finish();
+    // The memory tier is written here, not behind a disk write the worker may be busy with.
+    const bool memory = !options_.memory_dir.empty();
+    if (memory)
+      persist_memory(options_, step, user, copy->layout(), impl_->slots[slot], copy->checksums());
+    queue_save(step, slot, user, copy->layout(), copy->checksums(), false, tiers == Tiers::all);
   });
   return {};
 }
 
 void Checkpointer::wait_copied() {
-  if (impl_->copier.joinable()) impl_->copier.join();
+  // Rather than wait for the copier, which runs only on cycles nothing else wants, this
+  // thread copies what is left itself.
+  if (impl_->copying) impl_->copying->finish();
 }
 
-Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& buffers) {
+void Checkpointer::join_copier() {
+  if (impl_->copier.joinable()) impl_->copier.join();
+  impl_->copying.reset();
+}
+
+bool Checkpointer::disk_busy() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->disk_pending > 0;
+}
+
+Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& buffers,
+                                     Tiers tiers) {
   if (buffers.empty()) return make_error("ValidationException", "buffers: at least one");
   std::set<std::string> names;
   for (const auto& b : buffers) {
@@ -233,13 +309,20 @@ Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& bu
       return make_error("ValidationException", "buffers: \"" + b.name + "\" has no data");
     }
   }
+  if (tiers == Tiers::memory && options_.memory_dir.empty()) {
+    return make_error("ValidationException",
+                      "tiers: a save to the memory tier alone needs a memory tier (memory_dir)");
+  }
   Impl& im = *impl_;
   std::unique_lock lock(im.mu);
   if (step < 0 || step <= im.last_step) {
     return make_error("ValidationException", "step: must be above the last saved step (" +
                                                  std::to_string(im.last_step) + ")");
   }
-  const int slot = im.next_slot;
+  // The slot not holding the newest step, unless a disk write still holds it: then the
+  // other, whose step the memory tier gives up for this one (the held slot's step stays).
+  int slot = im.next_slot;
+  if (im.slot_busy[slot] && !im.slot_busy[(slot + 1) % kSlots]) slot = (slot + 1) % kSlots;
   im.cv.wait(lock, [&] { return !im.slot_busy[slot]; });
   im.slot_busy[slot] = true;
   lock.unlock();
@@ -250,34 +333,28 @@ Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& bu
   if (Status s = im.slots[slot].resize(total); !s) {
     lock.lock();
     im.slot_busy[slot] = false;
+    im.cv.notify_all();
     return s.error();
   }
   lock.lock();
   // Claimed: a later save's step must be above this one's even while this one copies.
   im.last_step = step;
   im.next_slot = (slot + 1) % kSlots;
+  if (tiers == Tiers::all) ++im.disk_pending;
   return slot;
 }
 
-json Checkpointer::copy_into_slot(int slot, const std::vector<Buffer>& buffers) {
-  StagingSlot& staging = impl_->slots[slot];
-  std::string header = shard_header(options_.rank);
-  std::memcpy(staging.data(), header.data(), header.size());
-  json layout = json::array();
-  size_t off = kShardHeaderBytes;
-  for (const auto& b : buffers) {
-    if (b.size) std::memcpy(staging.data() + off, b.data, b.size);
-    layout.push_back({{"name", b.name}, {"offset", off}, {"size", b.size}});
-    off += b.size;
-  }
-  return layout;
-}
-
-void Checkpointer::queue_save(int64_t step, int slot, const json& user, json layout) {
+void Checkpointer::queue_save(int64_t step, int slot, const json& user, const json& layout,
+                              std::vector<std::string> checksums, bool memory, bool disk) {
   Impl& im = *impl_;
   const size_t total = im.slots[slot].size();
   std::lock_guard lock(im.mu);
-  im.queue.push_back({step, slot, user, std::move(layout)});
+  im.held[slot] = {step, user, layout, checksums, disk};
+  if (memory || disk) {
+    im.queue.push_back({step, slot, user, layout, std::move(checksums), memory, disk});
+  } else {
+    im.slot_busy[slot] = false;  // in the memory tier already, and nowhere else to go
+  }
   // The next save's slot is sized (its pages touched) in the background, not in its stall.
   im.queue_prepare(im.next_slot, total);
   im.cv.notify_all();
@@ -311,8 +388,26 @@ Status Checkpointer::prepare_slot(int slot, size_t bytes) {
   return staging.resize(bytes);
 }
 
+Status Checkpointer::flush() {
+  join_copier();
+  Impl& im = *impl_;
+  std::unique_lock lock(im.mu);
+  const int slot = (im.next_slot + kSlots - 1) % kSlots;  // the newest save's
+  Impl::Held& held = im.held[slot];
+  if (held.step >= 0 && held.step == im.last_step && !held.disk) {
+    im.cv.wait(lock, [&] { return !im.slot_busy[slot]; });
+    im.slot_busy[slot] = true;
+    held.disk = true;
+    ++im.disk_pending;
+    im.queue.push_back({held.step, slot, held.user, held.layout, held.checksums, false, true});
+    im.cv.notify_all();
+  }
+  lock.unlock();
+  return wait();
+}
+
 Status Checkpointer::wait() {
-  wait_copied();
+  join_copier();
   std::unique_lock lock(impl_->mu);
   impl_->cv.wait(lock, [&] { return impl_->queue.empty() && !impl_->writing; });
   return std::exchange(impl_->status, Status());
@@ -341,6 +436,5 @@ Status prune(const std::filesystem::path& dir, int keep_last, int keep_every) {
   }
   return result;
 }
-
 
 }  // namespace endure::ckpt

@@ -1,5 +1,6 @@
 #include "train/trainer/trainer.h"
 
+#include <fmt/format.h>
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -105,8 +106,9 @@ struct Trainer::Impl {
   std::unique_ptr<ckpt::Checkpointer> ckpt;
   std::optional<ckpt::CheckpointInfo> latest;  // the newest checkpoint, checked at open
   std::vector<int32_t> inputs, targets;
-  int64_t step = 0;         // optimizer steps done
-  int64_t saved_step = -1;  // the step of the newest checkpoint saved or restored
+  int64_t step = 0;                // optimizer steps done
+  int64_t saved_step = -1;         // the step of the newest checkpoint saved or restored
+  int64_t memory_only_since = -1;  // the first of the saves kept in the memory tier alone
   std::optional<int64_t> resumed_from;
   std::string resumed_tier;
   int threads = 1;
@@ -168,6 +170,7 @@ struct Trainer::Impl {
   double wait_for_copy();
   Result<float> evaluate();
   Status save_checkpoint();
+  Status finish_checkpoints();
 };
 
 // Before any rank meets the others: the newest checkpoint must be of this model and this
@@ -266,14 +269,56 @@ Result<float> Trainer::Impl::evaluate() {
 // Saves the current step unless it is saved already, its copy overlapped with the next
 // step's forward and backward (which only read the state; update() waits for the copy
 // before it writes), and logs the stall: how long training waited for the save to start.
+// With a memory tier, a save due while the disk tiers still write an earlier one goes to
+// the memory tier alone (on every rank alike: rank 0 commits only steps all ranks wrote),
+// so the disk falls behind rather than training waiting for it.
 Status Trainer::Impl::save_checkpoint() {
   if (saved_step == step) return Status::Ok();
+  auto tiers = ckpt::Tiers::all;
+  if (!config.ckpt_memory.empty()) {
+    float busy = ckpt->disk_busy() ? 1.0f : 0.0f;
+    if (ranks.world > 1) {
+      if (auto s = comm->all_reduce(&busy, 1); !s) return s;
+    }
+    if (busy > 0) tiers = ckpt::Tiers::memory;
+  }
   const double t0 = now_seconds();
-  if (auto s = ckpt->save_overlapped(step, state_buffers(*engine), checkpoint_user()); !s.ok()) {
+  if (auto s = ckpt->save_overlapped(step, state_buffers(*engine), checkpoint_user(), tiers);
+      !s.ok()) {
     return s;
   }
   saved_step = step;
-  emit({{"checkpoint", step}, {"stall_ms", (now_seconds() - t0) * 1e3}});
+  emit({{"checkpoint", step},
+        {"stall_ms", (now_seconds() - t0) * 1e3},
+        {"tiers", tiers == ckpt::Tiers::all ? "all" : "memory"}});
+  if (tiers == ckpt::Tiers::memory) {
+    if (memory_only_since < 0) memory_only_since = step;
+  } else if (memory_only_since >= 0) {
+    emit({{"checkpoint_disk_behind",
+           fmt::format(
+               "steps {} to {} kept in the memory tier alone while the disk tiers wrote an earlier "
+               "step; step {} goes to every tier",
+               memory_only_since, step - 1, step)}});
+    memory_only_since = -1;
+  }
+  return Status::Ok();
+}
+
+// A run's end: its last step saved (to every tier, even when its periodic save went to the
+// memory tier alone), and every save durable.
+Status Trainer::Impl::finish_checkpoints() {
+  if (step > 0) {
+    if (auto s = save_checkpoint(); !s.ok()) return s;
+  }
+  if (memory_only_since >= 0) {
+    emit({{"checkpoint_disk_behind", fmt::format("steps {} to {} kept in the memory tier alone; "
+                                                 "the run's last, {}, now goes to every tier",
+                                                 memory_only_since, step, step)}});
+    memory_only_since = -1;
+  }
+  if (auto s = ckpt->flush(); !s.ok()) {
+    return make_error(s.error().code, "a checkpoint failed: " + s.error().message);
+  }
   return Status::Ok();
 }
 
@@ -458,12 +503,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
   }
   if (t.ckpt) {
     // A stop between checkpoints saves where it stopped.
-    if (t.step > 0) {
-      if (auto s = t.save_checkpoint(); !s.ok()) return s.error();
-    }
-    if (auto s = t.ckpt->wait(); !s.ok()) {
-      return make_error(s.error().code, "a checkpoint failed: " + s.error().message);
-    }
+    if (auto s = t.finish_checkpoints(); !s.ok()) return s.error();
   }
   summary.last_step = t.step;
   t.emit({{summary.stopped ? "stopped" : "done", true},

@@ -1,0 +1,151 @@
+// Saves that outrun the disk: a save to the memory tier alone, flush() writing the newest
+// one to the disk tiers, disk_busy(), and the overlapped copy with its checksums taken on
+// the way, shared between threads.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "endure/checkpoint.h"
+#include "support/temp_dir.h"
+#include "train/ckpt/format.h"
+#include "train/ckpt/snapshot.h"
+
+namespace endure::ckpt {
+namespace {
+
+std::vector<uint8_t> bytes_of(int64_t step, size_t size) {
+  std::vector<uint8_t> v(size);
+  std::mt19937_64 rng(static_cast<uint64_t>(step) * 104729 + size);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+std::unique_ptr<Checkpointer> open_ok(const Options& o) {
+  auto c = Checkpointer::open(o);
+  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+bool on_shared(const Options& o, int64_t step) {
+  return std::filesystem::exists(step_dir(o.dir, step) / kManifestName);
+}
+
+// Steps saved while the disk is busy live in the memory tier alone; the run's end writes
+// the newest of them to the disk tiers, where it verifies and loads bit for bit.
+TEST(CheckpointDiskBehind, MemoryOnlySavesStayInMemoryAndFlushWritesTheNewest) {
+  test::TempDir dir;
+  Options o{.dir = dir.path() / "shared",
+            .keep_last = 0,
+            .memory_dir = dir.path() / "shm",
+            .local_dir = dir.path() / "local"};
+  auto c = open_ok(o);
+  std::vector<uint8_t> state;
+  auto save = [&](int64_t step, Tiers tiers) {
+    state = bytes_of(step, 3u << 20);
+    return c->save_overlapped(step, {{"state", state.data(), state.size()}}, {{"step", step}},
+                              tiers);
+  };
+  ASSERT_TRUE(save(1, Tiers::all).ok());
+  EXPECT_TRUE(c->disk_busy()) << "a save to every tier is pending until its disk write ends";
+  c->wait_copied();
+  ASSERT_TRUE(save(2, Tiers::memory).ok());
+  c->wait_copied();
+  ASSERT_TRUE(save(3, Tiers::memory).ok());
+  ASSERT_TRUE(c->wait().ok());
+  EXPECT_FALSE(c->disk_busy());
+  EXPECT_TRUE(on_shared(o, 1));
+  EXPECT_FALSE(on_shared(o, 2));
+  EXPECT_FALSE(on_shared(o, 3));
+  EXPECT_FALSE(std::filesystem::exists(step_dir(o.local_dir, 3)));
+  auto latest = c->latest();
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, 3);
+  EXPECT_EQ(latest->tiers, std::vector<std::string>{"memory"});
+  auto in_memory = c->load(3);
+  ASSERT_TRUE(in_memory.ok()) << in_memory.error().message;
+  EXPECT_EQ(in_memory->buffers.at("state"), bytes_of(3, 3u << 20));
+
+  ASSERT_TRUE(c->flush().ok());
+  EXPECT_TRUE(on_shared(o, 3));
+  EXPECT_TRUE(verify_checkpoint(step_dir(o.dir, 3)).ok());
+  EXPECT_TRUE(verify_checkpoint(step_dir(o.local_dir, 3)).ok());
+  EXPECT_FALSE(on_shared(o, 2)) << "only the newest memory-only step is flushed";
+  // A second flush has nothing left to write.
+  ASSERT_TRUE(c->flush().ok());
+  // A fresh checkpointer without the memory tier (another node) restores step 3 from disk.
+  auto elsewhere = open_ok({.dir = o.dir});
+  auto loaded = elsewhere->load();
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_EQ(loaded->step, 3);
+  EXPECT_EQ(loaded->buffers.at("state"), bytes_of(3, 3u << 20));
+}
+
+// A trainer's loop: each save goes to the memory tier alone while the disk still writes an
+// earlier one. Saves are never refused, the newest is always in memory, and the run's end
+// puts it on disk.
+TEST(CheckpointDiskBehind, SavingEveryStepTheDiskFallsBehindAndTheNewestIsKept) {
+  test::TempDir dir;
+  Options o{.dir = dir.path() / "shared", .keep_last = 2, .memory_dir = dir.path() / "shm"};
+  auto c = open_ok(o);
+  std::vector<uint8_t> state;
+  for (int64_t step = 1; step <= 12; ++step) {
+    c->wait_copied();  // the optimizer step writes the state
+    state = bytes_of(step, 1u << 20);
+    const Tiers tiers = c->disk_busy() ? Tiers::memory : Tiers::all;
+    ASSERT_TRUE(c->save_overlapped(step, {{"state", state.data(), state.size()}}, {}, tiers).ok());
+  }
+  ASSERT_TRUE(c->wait().ok());
+  auto latest = c->latest();
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, 12);
+  EXPECT_EQ(latest->tiers.front(), "memory");
+  ASSERT_TRUE(c->flush().ok());
+  EXPECT_TRUE(on_shared(o, 12));
+  auto loaded = open_ok({.dir = o.dir})->load();
+  ASSERT_TRUE(loaded.ok());
+  EXPECT_EQ(loaded->step, 12);
+  EXPECT_EQ(loaded->buffers.at("state"), bytes_of(12, 1u << 20));
+}
+
+TEST(CheckpointDiskBehind, AMemoryOnlySaveWithoutAMemoryTierIsRefusedAndChangesNothing) {
+  test::TempDir dir;
+  auto c = open_ok({.dir = dir.path()});
+  uint8_t byte = 7;
+  auto s = c->save_overlapped(1, {{"a", &byte, 1}}, {}, Tiers::memory);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, "ValidationException");
+  EXPECT_NE(s.error().message.find("tiers"), std::string::npos) << s.error().message;
+  EXPECT_FALSE(c->save(1, {{"a", &byte, 1}}, {}, Tiers::memory).ok());
+  ASSERT_TRUE(c->save(1, {{"a", &byte, 1}}).ok()) << "the refused saves claimed no step";
+  ASSERT_TRUE(c->wait().ok());
+  EXPECT_EQ(c->list().size(), 1u);
+}
+
+// The copy with its checksums taken on the way gives the checksums of the whole chunks,
+// whatever the buffers' sizes and however many threads share the work.
+TEST(Snapshot, ChecksumsAreThoseOfTheCopiedChunksFromAnyNumberOfThreads) {
+  for (int threads : {1, 2, 4}) {
+    auto a = bytes_of(1, 5'000'001), b = bytes_of(2, 3), c = bytes_of(3, 700'000);
+    std::vector<Buffer> buffers = {{"a", a.data(), a.size()},
+                                   {"empty", nullptr, 0},
+                                   {"b", b.data(), b.size()},
+                                   {"c", c.data(), c.size()}};
+    const std::string header = shard_header(3);
+    const size_t total = header.size() + a.size() + b.size() + c.size();
+    std::vector<uint8_t> slot(total);
+    Snapshot copy(header, buffers, slot.data(), 1u << 20, true);
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < threads; ++t) helpers.emplace_back([&] { copy.finish(); });
+    copy.finish();
+    for (auto& h : helpers) h.join();
+    std::vector<uint8_t> expected(header.begin(), header.end());
+    for (const auto* v : {&a, &b, &c}) expected.insert(expected.end(), v->begin(), v->end());
+    ASSERT_EQ(slot, expected) << threads << " threads";
+    EXPECT_EQ(copy.checksums(), chunk_checksums(expected.data(), expected.size(), 1u << 20));
+    EXPECT_EQ(copy.layout()[2]["offset"], header.size() + a.size());
+  }
+}
+
+}  // namespace
+}  // namespace endure::ckpt
