@@ -10,7 +10,10 @@
 #   the training stall of a checkpoint (weights + AdamW moments) per save, through the
 #     checkpoint engine, against the step time
 #   a checkpoint every step (memory tier, then disk; each copy overlapped with the next
-#     step) against none: tokens/s of the two runs, same round    target: cost <= 1 %
+#     step, a save due while the disk still writes going to memory alone) against none:
+#     tokens/s, runs in the order none, every, every, none each round (the machine drifts
+#     within a round), with what training waited for the copies and how many saves went
+#     to memory alone                                             target: cost <= 1 %
 #
 #   bash bench/train/run.sh            # batch 8, seq 256, 12 timed steps, 3 rounds
 #   bash bench/train/run.sh --smoke    # batch 2, 3 steps, 1 round: checks the bench works
@@ -41,16 +44,20 @@ build/bin/endure-data sample --out "$dir/sample.jsonl" --bytes 2M --seed 1 >/dev
 build/bin/endure-data prepare --input "$dir/sample.jsonl" --vocab-size 2048 --out "$dir/data" \
   --val-fraction 0.02 --seed 1 >/dev/null
 
-# The median tokens/s of the steps after warm-up, and the mean checkpoint stall, from
-# endure-train's JSON lines.
+# The median tokens/s of the steps after warm-up, the mean checkpoint stall, the mean wait
+# for a copy before the optimizer step and the saves to memory alone, from endure-train's
+# JSON lines.
 train_figures() {
   python3 - "$1" "$warmup" <<'PY'
 import json, statistics, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 start = next(l for l in lines if l.get("start"))
 steps = [l for l in lines if "loss" in l][int(sys.argv[2]):]
-stalls = [l["stall_ms"] / 1e3 for l in lines if "checkpoint" in l]
+saves = [l for l in lines if "checkpoint" in l]
+stalls = [l["stall_ms"] / 1e3 for l in saves]
 out = {"train_tokens_per_s": statistics.median(l["tokens_per_s"] for l in steps),
+       "copy_wait_s": statistics.mean(l.get("ckpt_copy_wait_ms", 0) / 1e3 for l in steps),
+       "saves": len(saves), "saves_memory_only": sum(l.get("tiers") == "memory" for l in saves),
        "train_step_s": statistics.median(l["step_ms"] / 1e3 for l in steps),
        "flops_per_token": start["flops_per_token"], "params": start["params"],
        "train_loss_last": steps[-1]["loss"]}
@@ -70,8 +77,9 @@ for round in $(seq "$repeat"); do
     --ckpt-dir "$dir/ckpt-$round" --ckpt-every 2 --keep-last 1 >"$dir/train.jsonl"
   rm -rf "$dir/ckpt-$round"
   train_figures "$dir/train.jsonl" | sed 's/^{/{"kind": "endure", /' >>"$results"
-  # No checkpoint, then one every step (memory tier in /dev/shm, the disk behind it).
-  for every in 0 1; do
+  # No checkpoint and one every step (memory tier in /dev/shm, the disk behind it), in
+  # the order none, every, every, none: a drift within the round cancels in the pair.
+  for every in 0 1 1 0; do
     ckpt=()
     memory=/dev/shm/endure-bench-train-$$-$round
     if [ "$every" = 1 ]; then
@@ -102,10 +110,21 @@ fpt = ours[0]["flops_per_token"]
 mfu = ours_tps * fpt / 1e9 / sgemm
 torch_mfu = torch_tps * fpt / 1e9 / sgemm
 stall = med(ours, "ckpt_stall_s") if all("ckpt_stall_s" in r for r in ours) else None
-# A checkpoint every step against none, paired by round: the machine drifts between rounds.
-none = {r["round"]: r["train_tokens_per_s"] for r in rows if r["kind"] == "every0"}
-each = {r["round"]: r["train_tokens_per_s"] for r in rows if r["kind"] == "every1"}
+# A checkpoint every step against none, paired by round (each the mean of its two runs):
+# the machine drifts between rounds.
+def by_round(kind, key="train_tokens_per_s"):
+    out = {}
+    for r in rows:
+        if r["kind"] == kind:
+            out.setdefault(r["round"], []).append(r[key])
+    return {k: statistics.mean(v) for k, v in out.items()}
+none, each = by_round("every0"), by_round("every1")
 every_cost = statistics.median(1 - each[k] / none[k] for k in none if k in each)
+every_rows = [r for r in rows if r["kind"] == "every1"]
+copy_wait = statistics.median(r["copy_wait_s"] for r in every_rows)
+every_step_s = statistics.median(r["train_step_s"] for r in every_rows)
+memory_only = sum(r["saves_memory_only"] for r in every_rows)
+saves_total = sum(r["saves"] for r in every_rows)
 step_s = med(ours, "train_step_s")
 ratio = ours_tps / torch_tps
 print(f"endure-train vs PyTorch eager: stories15M ({ours[0]['params'] / 1e6:.1f}M parameters), "
@@ -121,6 +140,9 @@ if stall is not None:
 print(f"a checkpoint every step (memory tier, copy overlapped): {statistics.median(each.values()):.0f} "
       f"tokens/s against {statistics.median(none.values()):.0f} with none: cost {every_cost:.1%} "
       f"(target <= 1 %: {'met' if every_cost <= 0.01 else 'not met'})")
+print(f"  of which training waited for the copy before the optimizer step: {copy_wait * 1e3:.1f} ms "
+      f"= {copy_wait / every_step_s:.1%} of a step; saves to the memory tier alone (disk busy): "
+      f"{memory_only} of {saves_total}")
 print(json.dumps({"bench": "train", "preset": "stories15M", "batch": batch, "seq": 256,
                   "threads": threads, "rounds": len(ours), "endure_tokens_per_s": round(ours_tps, 1),
                   "torch_tokens_per_s": round(torch_tps, 1), "ratio_vs_torch": round(ratio, 3),
@@ -130,5 +152,7 @@ print(json.dumps({"bench": "train", "preset": "stories15M", "batch": batch, "seq
                   "tokens_per_s_ckpt_every_0": round(statistics.median(none.values()), 1),
                   "tokens_per_s_ckpt_every_1": round(statistics.median(each.values()), 1),
                   "ckpt_every_step_cost": round(every_cost, 4),
+                  "ckpt_every_step_copy_wait_s": round(copy_wait, 5),
+                  "ckpt_every_step_saves": saves_total, "ckpt_every_step_saves_memory_only": memory_only,
                   "ckpt_every_step_target_met": every_cost <= 0.01}))
 PY
