@@ -108,6 +108,48 @@ TEST(CheckpointDiskBehind, SavingEveryStepTheDiskFallsBehindAndTheNewestIsKept) 
   EXPECT_EQ(loaded->buffers.at("state"), bytes_of(12, 1u << 20));
 }
 
+// Two ranks of one node share the memory tier's slot folders: however far each one's disk
+// is behind, they put a step in the same slot, so the memory tier commits it.
+TEST(CheckpointDiskBehind, RanksOfOneNodeCommitTheirMemoryOnlySavesTogether) {
+  test::TempDir dir;
+  const std::vector<Tiers> plan = {Tiers::all, Tiers::memory, Tiers::memory};
+  auto rank = [&](int r) {
+    auto c = open_ok(
+        {.dir = dir.path() / "shared", .rank = r, .world = 2, .memory_dir = dir.path() / "shm"});
+    const size_t size = (1u << 20) + static_cast<size_t>(r) * 4096;
+    c->reserve(size);  // as a trainer does: no save waits to size its slot
+    ASSERT_TRUE(c->wait().ok());
+    std::vector<uint8_t> state;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const int64_t step = static_cast<int64_t>(i) + 1;
+      c->wait_copied();
+      state = bytes_of(step * 10 + r, size);
+      // Rank 1 comes late to step 1: rank 0's disk write of it waits for rank 1's shard to
+      // commit while rank 0 saves steps 2 and 3, and rank 1's is done before its step 2.
+      if (r == 1 && i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      ASSERT_TRUE(
+          c->save_overlapped(step, {{"state", state.data(), state.size()}}, {}, plan[i]).ok());
+      if (r == 1 && i == 0) {
+        ASSERT_TRUE(c->wait().ok());
+      }
+    }
+    ASSERT_TRUE(c->wait().ok());
+  };
+  std::thread r1(rank, 1);
+  rank(0);
+  r1.join();
+  auto c = open_ok(
+      {.dir = dir.path() / "shared", .rank = 1, .world = 2, .memory_dir = dir.path() / "shm"});
+  auto latest = c->latest();
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_EQ(latest->step, 3);
+  EXPECT_EQ(latest->tiers, std::vector<std::string>{"memory"});
+  auto loaded = c->load(3);
+  ASSERT_TRUE(loaded.ok()) << loaded.error().message;
+  EXPECT_EQ(loaded->buffers.at("state"), bytes_of(31, (1u << 20) + 4096));
+  EXPECT_TRUE(on_shared({.dir = dir.path() / "shared"}, 1));
+}
+
 TEST(CheckpointDiskBehind, AMemoryOnlySaveWithoutAMemoryTierIsRefusedAndChangesNothing) {
   test::TempDir dir;
   auto c = open_ok({.dir = dir.path()});

@@ -41,6 +41,7 @@ struct Checkpointer::Impl {
   bool slot_busy[kSlots] = {};
   int next_slot = 0;
   int disk_pending = 0;  // saves whose disk tiers are not yet written
+  int disk_slot = -1;    // the slot of the last save to every tier
   // The save each slot holds, for flush() to write a memory-only one to the disk tiers.
   struct Held {
     int64_t step = -1;
@@ -319,10 +320,11 @@ Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& bu
     return make_error("ValidationException", "step: must be above the last saved step (" +
                                                  std::to_string(im.last_step) + ")");
   }
-  // The slot not holding the newest step, unless a disk write still holds it: then the
-  // other, whose step the memory tier gives up for this one (the held slot's step stays).
-  int slot = im.next_slot;
-  if (im.slot_busy[slot] && !im.slot_busy[(slot + 1) % kSlots]) slot = (slot + 1) % kSlots;
+  // The same slot on every rank of a node (their copies of a step share its folder), so
+  // chosen only from what they agree on: a save to every tier takes the slot not holding
+  // the newest step; a save to the memory tier alone, the slot the last save to every tier
+  // does not hold (its disk write may still be reading that one).
+  const int slot = tiers == Tiers::memory && im.disk_slot >= 0 ? (im.disk_slot + 1) % kSlots : im.next_slot;
   im.cv.wait(lock, [&] { return !im.slot_busy[slot]; });
   im.slot_busy[slot] = true;
   lock.unlock();
@@ -340,7 +342,10 @@ Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& bu
   // Claimed: a later save's step must be above this one's even while this one copies.
   im.last_step = step;
   im.next_slot = (slot + 1) % kSlots;
-  if (tiers == Tiers::all) ++im.disk_pending;
+  if (tiers == Tiers::all) {
+    ++im.disk_pending;
+    im.disk_slot = slot;
+  }
   return slot;
 }
 
@@ -399,6 +404,7 @@ Status Checkpointer::flush() {
     im.slot_busy[slot] = true;
     held.disk = true;
     ++im.disk_pending;
+    im.disk_slot = slot;
     im.queue.push_back({held.step, slot, held.user, held.layout, held.checksums, false, true});
     im.cv.notify_all();
   }
