@@ -31,6 +31,9 @@ Snapshot::Snapshot(std::string header, const std::vector<Buffer>& buffers, uint8
     if (b.size) sources_.push_back({static_cast<const uint8_t*>(b.data), size_, b.size});
     size_ += b.size;
   }
+  // A copy without checksums is one chunk, each buffer one memcpy: for copies of this
+  // size the library's memcpy streams its stores past the cache, which pieces would not.
+  if (!hash_) chunk_bytes_ = std::max<size_t>(size_, 1);
   chunks_ = (size_ + chunk_bytes_ - 1) / chunk_bytes_;
   sums_.assign(chunks_, 0);
 }
@@ -46,7 +49,7 @@ void Snapshot::copy_chunk(size_t chunk) {
   for (size_t pos = begin; pos < end && it != sources_.end(); ++it) {
     const size_t stop = std::min(end, it->offset + it->size);
     while (pos < stop) {
-      const size_t n = std::min(kPiece, stop - pos);
+      const size_t n = state ? std::min(kPiece, stop - pos) : stop - pos;
       std::memcpy(dst_ + pos, it->data + (pos - it->offset), n);
       if (state) XXH3_64bits_update(state.get(), dst_ + pos, n);
       pos += n;

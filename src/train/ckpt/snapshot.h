@@ -21,7 +21,7 @@ namespace endure::ckpt {
 class Snapshot {
  public:
   // Copies `header` then `buffers`, back to back, into dst (their total size). The buffers'
-  // memory must stay unchanged until finish() returns. hash false: copy only.
+  // memory must stay unchanged until finish() returns. hash false: copy only, one chunk.
   Snapshot(std::string header, const std::vector<Buffer>& buffers, uint8_t* dst, size_t chunk_bytes,
            bool hash);
 
