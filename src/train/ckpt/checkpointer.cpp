@@ -1,4 +1,4 @@
-#include <fmt/format.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +9,8 @@
 #include <mutex>
 #include <set>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "common/fs.h"
 #include "common/log.h"
@@ -195,6 +197,7 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
   }
   Checkpointer* self = c.get();
   im.worker = std::thread([self] {
+    pthread_setname_np(pthread_self(), "ckpt-persist");  // as ps and perf show it
     Impl& im = *self->impl_;
     for (;;) {
       std::unique_lock lock(im.mu);
@@ -270,6 +273,7 @@ Status Checkpointer::save_overlapped(int64_t step, const std::vector<Buffer>& bu
                                          impl_->slots[*slot].data(), options_.chunk_bytes, true);
   impl_->copying = copy;
   impl_->copier = std::thread([this, step, user, slot = *slot, tiers, copy] {
+    pthread_setname_np(pthread_self(), "ckpt-copy");
     run_at_idle_priority();
     copy->finish();
     // The memory tier is written here, not behind a disk write the worker may be busy with.
