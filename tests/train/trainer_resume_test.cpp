@@ -202,16 +202,19 @@ TEST_F(TrainerResume, KilledAtRandomMomentsEndsWithTheUninterruptedWeightsBitFor
 // copy as often as in a step.
 TEST_F(TrainerResume, CheckpointingEveryStepTheSameHolds) { kill_and_resume(5, 8, {}, "1"); }
 
+// A memory tier's folder on tmpfs, named after a test's own folder, removed at the end.
+struct MemoryTier {
+  explicit MemoryTier(const TempDir& owner) : path(std::filesystem::path("/dev/shm") / owner.path().filename()) {}
+  ~MemoryTier() { std::filesystem::remove_all(path); }
+  std::filesystem::path path;
+};
+
 TEST_F(TrainerResume, WithMemoryAndLocalTiersTheSameHolds) {
   TempDir tiers("endure-train-tiers");
   // Each run has its own node-local tiers; the memory tier is a tmpfs folder.
-  auto memory = std::filesystem::path("/dev/shm") / tiers.path().filename();
-  struct Cleanup {
-    std::filesystem::path p;
-    ~Cleanup() { std::filesystem::remove_all(p); }
-  } cleanup{memory};
+  MemoryTier memory(tiers);
   kill_and_resume(7, 6, {"--ckpt-local", tiers.str("local-{run}"), "--ckpt-memory",
-                         (memory / "{run}").string()});
+                         (memory.path / "{run}").string()});
 }
 
 // A checkpoint every step with the memory tier (one folder across a run's restarts, as on
@@ -220,12 +223,8 @@ TEST_F(TrainerResume, WithMemoryAndLocalTiersTheSameHolds) {
 // disk, where the comparison reads it.
 TEST_F(TrainerResume, EveryStepWithTheMemoryTierTheSameHolds) {
   TempDir tiers("endure-train-every");
-  auto memory = std::filesystem::path("/dev/shm") / tiers.path().filename();
-  struct Cleanup {
-    std::filesystem::path p;
-    ~Cleanup() { std::filesystem::remove_all(p); }
-  } cleanup{memory};
-  kill_and_resume(13, 6, {"--ckpt-memory", (memory / "{run}").string()}, "1");
+  MemoryTier memory(tiers);
+  kill_and_resume(13, 6, {"--ckpt-memory", (memory.path / "{run}").string()}, "1");
 }
 
 TEST_F(TrainerResume, ACheckpointOfAnotherModelIsRefused) {

@@ -3,29 +3,16 @@
 // the way, shared between threads.
 #include <gtest/gtest.h>
 
-#include <random>
 #include <thread>
 
 #include "endure/checkpoint.h"
+#include "support/checkpoint_support.h"
 #include "support/temp_dir.h"
 #include "train/ckpt/format.h"
 #include "train/ckpt/snapshot.h"
 
 namespace endure::ckpt {
 namespace {
-
-std::vector<uint8_t> bytes_of(int64_t step, size_t size) {
-  std::vector<uint8_t> v(size);
-  std::mt19937_64 rng(static_cast<uint64_t>(step) * 104729 + size);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
-
-std::unique_ptr<Checkpointer> open_ok(const Options& o) {
-  auto c = Checkpointer::open(o);
-  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
-  return c.ok() ? std::move(*c) : nullptr;
-}
 
 bool on_shared(const Options& o, int64_t step) {
   return std::filesystem::exists(step_dir(o.dir, step) / kManifestName);
@@ -42,7 +29,7 @@ TEST(CheckpointDiskBehind, MemoryOnlySavesStayInMemoryAndFlushWritesTheNewest) {
   auto c = open_ok(o);
   std::vector<uint8_t> state;
   auto save = [&](int64_t step, Tiers tiers) {
-    state = bytes_of(step, 3u << 20);
+    state = pattern(step, 3u << 20);
     return c->save_overlapped(step, {{"state", state.data(), state.size()}}, {{"step", step}},
                               tiers);
   };
@@ -64,7 +51,7 @@ TEST(CheckpointDiskBehind, MemoryOnlySavesStayInMemoryAndFlushWritesTheNewest) {
   EXPECT_EQ(latest->tiers, std::vector<std::string>{"memory"});
   auto in_memory = c->load(3);
   ASSERT_TRUE(in_memory.ok()) << in_memory.error().message;
-  EXPECT_EQ(in_memory->buffers.at("state"), bytes_of(3, 3u << 20));
+  EXPECT_EQ(in_memory->buffers.at("state"), pattern(3, 3u << 20));
 
   ASSERT_TRUE(c->flush().ok());
   EXPECT_TRUE(on_shared(o, 3));
@@ -78,7 +65,7 @@ TEST(CheckpointDiskBehind, MemoryOnlySavesStayInMemoryAndFlushWritesTheNewest) {
   auto loaded = elsewhere->load();
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
   EXPECT_EQ(loaded->step, 3);
-  EXPECT_EQ(loaded->buffers.at("state"), bytes_of(3, 3u << 20));
+  EXPECT_EQ(loaded->buffers.at("state"), pattern(3, 3u << 20));
 }
 
 // A trainer's loop: each save goes to the memory tier alone while the disk still writes an
@@ -91,7 +78,7 @@ TEST(CheckpointDiskBehind, SavingEveryStepTheDiskFallsBehindAndTheNewestIsKept) 
   std::vector<uint8_t> state;
   for (int64_t step = 1; step <= 12; ++step) {
     c->wait_copied();  // the optimizer step writes the state
-    state = bytes_of(step, 1u << 20);
+    state = pattern(step, 1u << 20);
     const Tiers tiers = c->disk_busy() ? Tiers::memory : Tiers::all;
     ASSERT_TRUE(c->save_overlapped(step, {{"state", state.data(), state.size()}}, {}, tiers).ok());
   }
@@ -105,7 +92,7 @@ TEST(CheckpointDiskBehind, SavingEveryStepTheDiskFallsBehindAndTheNewestIsKept) 
   auto loaded = open_ok({.dir = o.dir})->load();
   ASSERT_TRUE(loaded.ok());
   EXPECT_EQ(loaded->step, 12);
-  EXPECT_EQ(loaded->buffers.at("state"), bytes_of(12, 1u << 20));
+  EXPECT_EQ(loaded->buffers.at("state"), pattern(12, 1u << 20));
 }
 
 // Two ranks of one node share the memory tier's slot folders: however far each one's disk
@@ -123,7 +110,7 @@ TEST(CheckpointDiskBehind, RanksOfOneNodeCommitTheirMemoryOnlySavesTogether) {
     for (size_t i = 0; i < plan.size(); ++i) {
       const int64_t step = static_cast<int64_t>(i) + 1;
       c->wait_copied();
-      state = bytes_of(step * 10 + r, size);
+      state = pattern(step * 10 + r, size);
       // Rank 1 comes late to step 1: rank 0's disk write of it waits for rank 1's shard to
       // commit while rank 0 saves steps 2 and 3, and rank 1's is done before its step 2.
       if (r == 1 && i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(150));
@@ -146,7 +133,7 @@ TEST(CheckpointDiskBehind, RanksOfOneNodeCommitTheirMemoryOnlySavesTogether) {
   EXPECT_EQ(latest->tiers, std::vector<std::string>{"memory"});
   auto loaded = c->load(3);
   ASSERT_TRUE(loaded.ok()) << loaded.error().message;
-  EXPECT_EQ(loaded->buffers.at("state"), bytes_of(31, (1u << 20) + 4096));
+  EXPECT_EQ(loaded->buffers.at("state"), pattern(31, (1u << 20) + 4096));
   EXPECT_TRUE(on_shared({.dir = dir.path() / "shared"}, 1));
 }
 
@@ -168,7 +155,7 @@ TEST(CheckpointDiskBehind, AMemoryOnlySaveWithoutAMemoryTierIsRefusedAndChangesN
 // whatever the buffers' sizes and however many threads share the work.
 TEST(Snapshot, ChecksumsAreThoseOfTheCopiedChunksFromAnyNumberOfThreads) {
   for (int threads : {1, 2, 4}) {
-    auto a = bytes_of(1, 5'000'001), b = bytes_of(2, 3), c = bytes_of(3, 700'000);
+    auto a = pattern(1, 5'000'001), b = pattern(2, 3), c = pattern(3, 700'000);
     std::vector<Buffer> buffers = {{"a", a.data(), a.size()},
                                    {"empty", nullptr, 0},
                                    {"b", b.data(), b.size()},

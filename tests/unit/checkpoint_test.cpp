@@ -13,24 +13,11 @@
 #include <set>
 #include <thread>
 
+#include "support/checkpoint_support.h"
 #include "support/temp_dir.h"
 
 namespace endure::ckpt {
 namespace {
-
-// Deterministic contents of step `step`'s buffer: the crash test checks them bit for bit.
-std::vector<uint8_t> pattern(int64_t step, size_t size) {
-  std::vector<uint8_t> v(size);
-  std::mt19937_64 rng(static_cast<uint64_t>(step) * 7919 + size);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
-
-std::unique_ptr<Checkpointer> open_ok(const Options& o) {
-  auto c = Checkpointer::open(o);
-  EXPECT_TRUE(c.ok()) << (c.ok() ? "" : c.error().message);
-  return c.ok() ? std::move(*c) : nullptr;
-}
 
 Status save_pattern(Checkpointer& c, int64_t step, size_t weights = 3000, size_t optim = 1000) {
   auto w = pattern(step, weights), m = pattern(step + 1000000, optim);

@@ -124,33 +124,32 @@ void persist_memory(const Options& o, int64_t step, const json& user, const json
   warn_local("memory", step, s);
 }
 
+// Writes this rank's shard of a step into dir, a disk tier's step folder, then its
+// descriptor, which says the shard is durable. Takes the checksums when `chunks` is empty.
+Status write_shard(const Options& o, const std::filesystem::path& dir, int64_t step, const json& layout,
+                   const StagingSlot& slot, std::vector<std::string>& chunks) {
+  Status s = fs::make_dirs(dir);
+  if (s) {
+    s = write_durable(dir / shard_name(o.rank), slot.data(), slot.size(), o.chunk_bytes,
+                      chunks.empty() ? &chunks : nullptr);
+  }
+  if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor(o, step, slot.size(), chunks, layout));
+  return s;
+}
+
 // The disk tiers' part, fastest first: the local disk, then the shared folder (committed
-// and pruned by rank 0). Takes the checksums when `chunks` is empty.
-Status persist_disk(const Options& o, int64_t step, const json& user, const json& layout,
-                    const StagingSlot& slot, std::vector<std::string> chunks) {
-  const uint8_t* data = slot.data();
-  const size_t size = slot.size();
+// and pruned by rank 0).
+Status persist_disk(const Options& o, int64_t step, const json& user, const json& layout, const StagingSlot& slot,
+                    std::vector<std::string> chunks) {
   if (!o.local_dir.empty()) {
     auto dir = step_dir(o.local_dir, step);
-    Status s = fs::make_dirs(dir);
-    if (s)
-      s = write_durable(dir / shard_name(o.rank), data, size, o.chunk_bytes,
-                        chunks.empty() ? &chunks : nullptr);
-    if (s)
-      s = fs::atomic_write_file(dir / descriptor_name(o.rank),
-                                descriptor(o, step, size, chunks, layout));
+    Status s = write_shard(o, dir, step, layout, slot, chunks);
     if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
     if (s) prune_rank(o.local_dir, o.rank, o.local_keep_last);
     warn_local("local", step, s);
   }
   auto dir = step_dir(o.dir, step);
-  Status s = fs::make_dirs(dir);
-  if (s)
-    s = write_durable(dir / shard_name(o.rank), data, size, o.chunk_bytes,
-                      chunks.empty() ? &chunks : nullptr);
-  if (s)
-    s = fs::atomic_write_file(dir / descriptor_name(o.rank),
-                              descriptor(o, step, size, chunks, layout));
+  Status s = write_shard(o, dir, step, layout, slot, chunks);
   if (s && o.rank == 0) {
     s = commit_shared(o, dir, step, user);
     // Retention after the commit: a step it fails to remove goes at a later save's prune.
