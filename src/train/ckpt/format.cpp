@@ -4,6 +4,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
+
 #include <cstring>
 
 #include <fmt/format.h>
@@ -57,6 +59,54 @@ json seal(json manifest) {
   return manifest;
 }
 
+namespace {
+
+using Check = bool (*)(const json&);
+bool is_string(const json& v) { return v.is_string(); }
+bool is_integer(const json& v) { return v.is_number_integer(); }
+bool is_count(const json& v) { return v.is_number_unsigned(); }  // JSON's non-negative integers
+bool is_array(const json& v) { return v.is_array(); }
+bool is_strings(const json& v) {
+  return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); });
+}
+
+// The first of `fields` that o holds with another type, named; empty when none.
+std::string wrong_field(const json& o, std::initializer_list<std::pair<const char*, Check>> fields) {
+  for (const auto& [key, ok] : fields) {
+    if (auto it = o.find(key); it != o.end() && !ok(*it)) return std::string("\"") + key + "\" has the wrong type";
+  }
+  return "";
+}
+
+// A shard's description (a descriptor, or an entry of a manifest's "shards").
+std::string wrong_shard_field(const json& s) {
+  if (!s.is_object()) return "a shard's description is not an object";
+  auto e = wrong_field(s, {{"rank", is_integer}, {"file", is_string}, {"size", is_count},
+                           {"chunk_bytes", is_count}, {"chunks", is_strings}, {"buffers", is_array}});
+  if (!e.empty() || !s.contains("buffers")) return e;
+  for (const auto& b : s["buffers"]) {
+    if (!b.is_object()) return "a buffer's description is not an object";
+    e = wrong_field(b, {{"name", is_string}, {"offset", is_count}, {"size", is_count}});
+    if (!e.empty()) return e;
+  }
+  return "";
+}
+
+// Every field a manifest or descriptor may hold, of the type its readers take it as: a file
+// that seals but holds another type (another tool's, a crafted one) is refused here rather
+// than thrown on wherever the field is read.
+std::string wrong_type(const json& j) {
+  auto e = wrong_field(j, {{"magic", is_string}, {"version", is_integer}, {"step", is_integer},
+                           {"world", is_integer}, {"of", is_string}, {"shards", is_array}});
+  if (e.empty()) e = wrong_shard_field(j);
+  for (size_t i = 0; e.empty() && j.contains("shards") && i < j["shards"].size(); ++i) {
+    e = wrong_shard_field(j["shards"][i]);
+  }
+  return e;
+}
+
+}  // namespace
+
 Result<json> unseal(const std::string& text, const std::string& what) {
   auto j = json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("checksum") || !j["checksum"].is_string()) {
@@ -68,6 +118,7 @@ Result<json> unseal(const std::string& text, const std::string& what) {
   if (checksum_hex(body.data(), body.size()) != sum) {
     return make_error("CorruptCheckpoint", what + ": checksum mismatch");
   }
+  if (auto e = wrong_type(j); !e.empty()) return make_error("CorruptCheckpoint", what + ": " + e);
   if (j.value("magic", "") != "endure-ckpt" || j.value("version", 0) != static_cast<int>(kFormatVersion)) {
     return make_error("CorruptCheckpoint", what + ": unknown magic or version");
   }

@@ -122,8 +122,20 @@ Result<CheckpointInfo> restore(const Options& o, int64_t step, const Destination
   return last;
 }
 
-// Memory for every buffer a shard holds, in `storage`, by name.
-std::vector<MutableBuffer> allocate(const json& shard, std::map<std::string, std::vector<uint8_t>>& storage) {
+// Memory for every buffer a shard holds, in `storage`, by name, once their layout is known
+// to cover the shard exactly: a description naming more bytes than its shard is refused
+// before anything is allocated for it.
+Result<std::vector<MutableBuffer>> allocate(const json& shard, std::map<std::string, std::vector<uint8_t>>& storage) {
+  if (!shard.contains("buffers") || !shard["buffers"].is_array()) return std::vector<MutableBuffer>{};
+  const uint64_t total = shard.value("size", uint64_t{0});
+  uint64_t next = kShardHeaderBytes;
+  for (const auto& b : shard["buffers"]) {
+    const uint64_t n = b.value("size", uint64_t{0});
+    if (next > total || b.value("offset", uint64_t{0}) != next || n > total - next) {
+      return make_error("CorruptCheckpoint", shard.value("file", "?") + ": buffers do not lie within the shard");
+    }
+    next += n;
+  }
   std::vector<MutableBuffer> out;
   for (const auto& b : shard["buffers"]) {
     auto& v = storage[b.value("name", "")];
@@ -143,7 +155,6 @@ Result<Loaded> Checkpointer::load_rank(int64_t step, int rank) const {
   Loaded out;
   auto info = restore(o, step, [&](const json& shard) -> Result<std::vector<MutableBuffer>> {
     out.buffers.clear();
-    if (!shard.contains("buffers") || !shard["buffers"].is_array()) return std::vector<MutableBuffer>{};
     return allocate(shard, out.buffers);
   });
   if (!info) return info.error();
@@ -166,7 +177,9 @@ Status verify_checkpoint(const std::filesystem::path& dir) {
     if (!shard.contains("buffers") || !shard["buffers"].is_array()) {
       return make_error("CorruptCheckpoint", dir.string() + ": shard description incomplete");
     }
-    if (auto s = read_shard(dir, shard, allocate(shard, storage)); !s) return s;
+    auto buffers = allocate(shard, storage);
+    if (!buffers) return buffers.error();
+    if (auto s = read_shard(dir, shard, *buffers); !s) return s;
   }
   return {};
 }
