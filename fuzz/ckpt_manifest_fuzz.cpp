@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -15,11 +16,18 @@
 
 namespace {
 
+std::filesystem::path root;  // removed when the fuzzer exits
+void remove_root() {
+  std::error_code ec;
+  std::filesystem::remove_all(root, ec);
+}
+
 // A folder holding step 1 with one valid 116-byte shard, made once per process.
 const std::filesystem::path& step_folder() {
   static const std::filesystem::path dir = [] {
     char templ[] = "/tmp/endure-fuzz-ckpt-XXXXXX";
-    std::filesystem::path root = ::mkdtemp(templ);
+    root = ::mkdtemp(templ);
+    std::atexit(remove_root);
     auto step = endure::ckpt::step_dir(root, 1);
     std::filesystem::create_directories(step);
     std::string shard = endure::ckpt::shard_header(0) + std::string(100, 'x');
