@@ -49,34 +49,47 @@ std::optional<CheckpointInfo> Checkpointer::latest() const {
   return std::nullopt;
 }
 
-
 namespace {
 
-// Reads a shard straight into the caller's buffers, every chunk verified on the way.
-Status read_shard(const std::filesystem::path& dir, const json& shard, const std::vector<MutableBuffer>& buffers) {
+// Whether a shard's description is whole and its buffers lie back to back from the header
+// to the shard's end: checked before any memory is allocated or written for them.
+Status check_layout(const std::filesystem::path& dir, const json& shard) {
   auto path = dir / shard.value("file", "");
-  uint64_t size = shard.value("size", 0ULL);
   if (!shard.contains("chunks") || !shard["chunks"].is_array() || !shard.contains("buffers") ||
       !shard["buffers"].is_array()) {
     return make_error("CorruptCheckpoint", path.string() + ": shard description incomplete");
   }
+  const uint64_t total = shard.value("size", uint64_t{0});
+  uint64_t next = kShardHeaderBytes;
+  for (const auto& b : shard["buffers"]) {
+    const uint64_t n = b.value("size", uint64_t{0});
+    if (next > total || b.value("offset", uint64_t{0}) != next || n > total - next) {
+      return make_error("CorruptCheckpoint", path.string() + ": buffers do not lie within the shard");
+    }
+    next += n;
+  }
+  if (next != total) return make_error("CorruptCheckpoint", path.string() + ": sizes disagree");
+  return {};
+}
+
+// Reads a shard straight into the caller's buffers, every chunk verified on the way.
+// REQUIRES: check_layout(dir, shard).
+Status read_shard(const std::filesystem::path& dir, const json& shard, const std::vector<MutableBuffer>& buffers) {
+  auto path = dir / shard.value("file", "");
   uint8_t header[kShardHeaderBytes];
   std::vector<Segment> segments = {{header, kShardHeaderBytes}};
-  size_t next = kShardHeaderBytes;
   for (const auto& b : shard["buffers"]) {
     std::string name = b.value("name", "");
-    size_t off = b.value("offset", size_t{0}), n = b.value("size", size_t{0});
+    size_t n = b.value("size", size_t{0});
     auto it = std::find_if(buffers.begin(), buffers.end(), [&](auto& m) { return m.name == name; });
     if (it == buffers.end() || it->size != n) {
       return make_error("ValidationException",
                         "buffers: \"" + name + "\" of " + std::to_string(n) + " bytes must be given with that size");
     }
-    if (off != next) return make_error("CorruptCheckpoint", path.string() + ": buffers not contiguous");
     segments.push_back({static_cast<uint8_t*>(it->data), n});
-    next += n;
   }
-  if (next != size) return make_error("CorruptCheckpoint", path.string() + ": sizes disagree");
-  Status s = read_verified(path, size, shard.value("chunk_bytes", size_t{0}), shard["chunks"], segments);
+  Status s = read_verified(path, shard.value("size", 0ULL), shard.value("chunk_bytes", size_t{0}), shard["chunks"],
+                           segments);
   if (s && std::memcmp(header, kShardMagic, 8) != 0) {
     s = make_error("CorruptCheckpoint", path.string() + ": not a shard (magic)");
   }
@@ -105,6 +118,7 @@ Result<CheckpointInfo> restore(const Options& o, int64_t step, const Destination
         st = make_error("WorldMismatch", fmt::format("{}: no shard for rank {} (saved by a world of {})",
                                                      info.path.string(), o.rank, info.world));
       }
+      if (st) st = check_layout(copy.dir, *shard);
       if (st) {
         auto buffers = destinations(*shard);
         st = buffers ? read_shard(copy.dir, *shard, *buffers) : Status(buffers.error());
@@ -122,20 +136,9 @@ Result<CheckpointInfo> restore(const Options& o, int64_t step, const Destination
   return last;
 }
 
-// Memory for every buffer a shard holds, in `storage`, by name, once their layout is known
-// to cover the shard exactly: a description naming more bytes than its shard is refused
-// before anything is allocated for it.
-Result<std::vector<MutableBuffer>> allocate(const json& shard, std::map<std::string, std::vector<uint8_t>>& storage) {
-  if (!shard.contains("buffers") || !shard["buffers"].is_array()) return std::vector<MutableBuffer>{};
-  const uint64_t total = shard.value("size", uint64_t{0});
-  uint64_t next = kShardHeaderBytes;
-  for (const auto& b : shard["buffers"]) {
-    const uint64_t n = b.value("size", uint64_t{0});
-    if (next > total || b.value("offset", uint64_t{0}) != next || n > total - next) {
-      return make_error("CorruptCheckpoint", shard.value("file", "?") + ": buffers do not lie within the shard");
-    }
-    next += n;
-  }
+// Memory for every buffer a shard holds, in `storage`, by name. REQUIRES: check_layout(),
+// so that no more is allocated than the shard holds.
+std::vector<MutableBuffer> allocate(const json& shard, std::map<std::string, std::vector<uint8_t>>& storage) {
   std::vector<MutableBuffer> out;
   for (const auto& b : shard["buffers"]) {
     auto& v = storage[b.value("name", "")];
@@ -173,13 +176,9 @@ Status verify_checkpoint(const std::filesystem::path& dir) {
   auto info = inspect(dir, parse_step_dir(dir.filename().string()), &manifest);
   if (!info.valid) return make_error("CorruptCheckpoint", dir.string() + ": " + info.reason);
   for (const auto& shard : manifest["shards"]) {
+    if (auto s = check_layout(dir, shard); !s) return s;
     std::map<std::string, std::vector<uint8_t>> storage;
-    if (!shard.contains("buffers") || !shard["buffers"].is_array()) {
-      return make_error("CorruptCheckpoint", dir.string() + ": shard description incomplete");
-    }
-    auto buffers = allocate(shard, storage);
-    if (!buffers) return buffers.error();
-    if (auto s = read_shard(dir, shard, *buffers); !s) return s;
+    if (auto s = read_shard(dir, shard, allocate(shard, storage)); !s) return s;
   }
   return {};
 }
