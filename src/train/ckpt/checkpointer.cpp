@@ -25,8 +25,8 @@ namespace endure::ckpt {
 
 struct Checkpointer::Impl {
   struct Job {
-    int64_t step;  // -1: only size the slot to `bytes`, touching its pages
-    int slot;
+    int64_t step = -1;  // -1: only size the slot to `bytes`, touching its pages
+    int slot = 0;
     json user;
     json layout;
     std::vector<std::string> checksums;  // empty: the persist takes them
@@ -44,14 +44,9 @@ struct Checkpointer::Impl {
   int next_slot = 0;
   int disk_pending = 0;  // saves whose disk tiers are not yet written
   int disk_slot = -1;    // the slot of the last save to every tier
-  // The save each slot holds, for flush() to write a memory-only one to the disk tiers.
-  struct Held {
-    int64_t step = -1;
-    json user, layout;
-    std::vector<std::string> checksums;
-    bool disk = false;
-  };
-  Held held[kSlots];
+  // The save each slot holds (step -1: none), for flush() to write a memory-only one to
+  // the disk tiers.
+  Job held[kSlots];
   std::vector<StagingSlot> slots;
   Status status;  // the first failure since the last wait()
   std::thread worker;
@@ -78,8 +73,7 @@ void warn_local(const char* tier, int64_t step, const Status& s) {
 
 // Rank 0's commit: waits for every rank's descriptor in the shared folder, then writes the
 // manifest that makes the step exist.
-Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t step,
-                     const json& user) {
+Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t step, const json& user) {
   json shards = json::array();
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(static_cast<int64_t>(o.commit_timeout_seconds * 1000));
@@ -87,9 +81,8 @@ Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t
     std::optional<json> entry;
     while (!(entry = shard_entry(dir, r, step))) {
       if (std::chrono::steady_clock::now() > deadline) {
-        return make_error(
-            "CommitTimeout",
-            fmt::format("rank {} did not make its shard of step {} durable in time", r, step));
+        return make_error("CommitTimeout", fmt::format("rank {} did not make its shard of step {} durable in time",
+                                                       r, step));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
@@ -166,13 +159,11 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
   if (options.world < 1 || options.rank < 0 || options.rank >= options.world) {
     return make_error("ValidationException", "rank/world: need 0 <= rank < world");
   }
-  if (options.chunk_bytes < 4096)
-    return make_error("ValidationException", "chunk_bytes: at least 4096");
+  if (options.chunk_bytes < 4096) return make_error("ValidationException", "chunk_bytes: at least 4096");
   if (options.keep_last < 0 || options.keep_every < 0) {
     return make_error("ValidationException", "keep_last/keep_every: must not be negative");
   }
-  if (options.local_keep_last < 1)
-    return make_error("ValidationException", "local_keep_last: at least 1");
+  if (options.local_keep_last < 1) return make_error("ValidationException", "local_keep_last: at least 1");
   if (auto s = fs::make_dirs(options.dir); !s) return s.error();
   for (const auto& tier : {options.local_dir, options.memory_dir}) {
     if (tier.empty()) continue;
@@ -218,8 +209,7 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
       const Options& o = self->options_;
       const StagingSlot& slot = im.slots[job.slot];
       if (job.memory) {
-        if (job.checksums.empty())
-          job.checksums = chunk_checksums(slot.data(), slot.size(), o.chunk_bytes);
+        if (job.checksums.empty()) job.checksums = chunk_checksums(slot.data(), slot.size(), o.chunk_bytes);
         persist_memory(o, job.step, job.user, job.layout, slot, job.checksums);
       }
       Status s =
@@ -276,10 +266,11 @@ Status Checkpointer::save_overlapped(int64_t step, const std::vector<Buffer>& bu
     run_at_idle_priority();
     copy->finish();
     // The memory tier is written here, not behind a disk write the worker may be busy with.
-    const bool memory = !options_.memory_dir.empty();
-    if (memory)
-      persist_memory(options_, step, user, copy->layout(), impl_->slots[slot], copy->checksums());
-    queue_save(step, slot, user, copy->layout(), copy->checksums(), false, tiers == Tiers::all);
+    auto checksums = copy->checksums();
+    if (!options_.memory_dir.empty()) {
+      persist_memory(options_, step, user, copy->layout(), impl_->slots[slot], checksums);
+    }
+    queue_save(step, slot, user, copy->layout(), std::move(checksums), false, tiers == Tiers::all);
   });
   return {};
 }
@@ -357,7 +348,7 @@ void Checkpointer::queue_save(int64_t step, int slot, const json& user, const js
   Impl& im = *impl_;
   const size_t total = im.slots[slot].size();
   std::lock_guard lock(im.mu);
-  im.held[slot] = {step, user, layout, checksums, disk};
+  im.held[slot] = {step, slot, user, layout, checksums, false, disk};
   if (memory || disk) {
     im.queue.push_back({step, slot, user, layout, std::move(checksums), memory, disk});
   } else {
@@ -401,14 +392,14 @@ Status Checkpointer::flush() {
   Impl& im = *impl_;
   std::unique_lock lock(im.mu);
   const int slot = (im.next_slot + kSlots - 1) % kSlots;  // the newest save's
-  Impl::Held& held = im.held[slot];
+  Impl::Job& held = im.held[slot];
   if (held.step >= 0 && held.step == im.last_step && !held.disk) {
     im.cv.wait(lock, [&] { return !im.slot_busy[slot]; });
     im.slot_busy[slot] = true;
     held.disk = true;
     ++im.disk_pending;
     im.disk_slot = slot;
-    im.queue.push_back({held.step, slot, held.user, held.layout, held.checksums, false, true});
+    im.queue.push_back(held);
     im.cv.notify_all();
   }
   lock.unlock();

@@ -39,8 +39,10 @@ std::string shard_header(int rank) {
   return h;
 }
 
+std::string digest_hex(uint64_t digest) { return fmt::format("{:016x}", digest); }
+
 std::string checksum_hex(const void* data, size_t size) {
-  return fmt::format("{:016x}", XXH3_64bits(data, size));
+  return digest_hex(XXH3_64bits(data, size));
 }
 
 std::vector<std::string> chunk_checksums(const uint8_t* data, size_t size, size_t chunk_bytes) {

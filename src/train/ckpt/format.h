@@ -29,6 +29,8 @@ std::string shard_header(int rank);
 // XXH3-64 of each chunk of data, as 16 hex digits.
 std::vector<std::string> chunk_checksums(const uint8_t* data, size_t size, size_t chunk_bytes);
 std::string checksum_hex(const void* data, size_t size);
+// A digest as checksums are written: 16 hex digits.
+std::string digest_hex(uint64_t digest);
 
 // A manifest: {magic, version, step, world, user, shards[{rank, file, size, chunk_bytes,
 // chunks[], buffers[{name, offset, size}]}], checksum} where checksum covers the dump of

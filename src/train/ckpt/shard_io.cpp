@@ -159,7 +159,7 @@ Status read_verified(const std::filesystem::path& path, uint64_t size, size_t ch
   XXH3_64bits_reset(state);
   size_t chunk_index = 0;
   auto finish_chunk = [&]() {
-    std::string got = fmt::format("{:016x}", XXH3_64bits_digest(state));
+    std::string got = digest_hex(XXH3_64bits_digest(state));
     if (chunk_index >= sums.size() || sums[chunk_index] != got) {
       result = make_error("CorruptCheckpoint", fmt::format("{}: chunk {} (bytes {}..) fails its checksum",
                                                            what, chunk_index, chunk_index * chunk_bytes));

@@ -1,6 +1,5 @@
 #include "train/ckpt/snapshot.h"
 
-#include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
 #include <xxhash.h>
@@ -8,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+
+#include "train/ckpt/format.h"
 
 namespace endure::ckpt {
 namespace {
@@ -76,7 +77,7 @@ std::vector<std::string> Snapshot::checksums() const {
   std::vector<std::string> out;
   if (!hash_) return out;
   out.reserve(chunks_);
-  for (uint64_t s : sums_) out.push_back(fmt::format("{:016x}", s));
+  for (uint64_t s : sums_) out.push_back(digest_hex(s));
   return out;
 }
 
