@@ -7,20 +7,30 @@
 # build-fuzz/findings/ and makes the script exit 1.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      # default 60 s each, every target
+#   scripts/fuzz.sh --smoke SECONDS TARGET     # CTest's pass: no build (77, skipped, without one)
 # Env: FUZZ_BUILD (the build folder, default build-fuzz). Needs clang and libFuzzer (Debian:
 # clang, libclang-rt-14-dev).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+smoke=false
+if [ "${1:-}" = --smoke ]; then smoke=true; shift; fi
 seconds=${1:-60}
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   for f in fuzz/*_fuzz.cpp; do t=$(basename "$f" _fuzz.cpp); targets+=("$t"); done
 fi
-command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 build=${FUZZ_BUILD:-build-fuzz}
-CC=clang CXX=clang++ cmake -S . -B "$build" -DENDURE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
+if $smoke; then
+  # scripts/test.sh builds the targets (scripts/sanitize.sh address build) before CTest runs.
+  for t in "${targets[@]}"; do
+    [ -x "$build/bin/fuzz_$t" ] || { echo "fuzz.sh: no $build/bin/fuzz_$t: run scripts/sanitize.sh address build" >&2; exit 77; }
+  done
+else
+  command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (scripts/setup.sh installs it)" >&2; exit 2; }
+  CC=clang CXX=clang++ cmake -S . -B "$build" -DENDURE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
+fi
 findings=$build/findings
 mkdir -p "$findings"
 scratch=$(mktemp -d /tmp/endure-fuzz-XXXXXX)

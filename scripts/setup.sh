@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake pkg-config git
+  clang libclang-rt-14-dev llvm
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libssl-dev zlib1g-dev libbrotli-dev
   libgtest-dev googletest

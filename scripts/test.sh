@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test through CTest: unit tests, then integration tests on real Slurm
 # (endured, namespace nodes, slurmctld/slurmd/munged, all started and stopped by the
-# tests themselves). Needs root and a build from scripts/setup.sh.
+# tests themselves), and the unit tests and fuzz targets under sanitizers. Needs root and
+# a build from scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ ! -f build/CMakeCache.txt ]; then
@@ -9,5 +10,7 @@ if [ ! -f build/CMakeCache.txt ]; then
   exit 2
 fi
 cmake --build build -j"$(nproc)" >/dev/null
+# The clang tree under ASan+UBSan whose unit tests and fuzz targets CTest runs too.
+bash scripts/sanitize.sh address build
 cd build
 exec ctest --output-on-failure --timeout 900

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "agent/health/nvml_abi.h"
+
 namespace {
 
 constexpr unsigned kMaxGpus = 16;
@@ -38,20 +40,18 @@ State read_state() {
   return s;
 }
 
-int g_devices[kMaxGpus];  // handles point here: the agent treats them as opaque
+}  // namespace
 
-struct EventSet {
+// The handles' types, opaque to the agent, defined here as the library defines them.
+struct nvmlDevice_st {};
+struct nvmlEventSet_st {
   unsigned long long registered[kMaxGpus] = {};
   long delivered = 0;  // event lines already handed out
 };
 
-struct EventData {
-  void* device;
-  unsigned long long type;
-  unsigned long long data;
-  unsigned gpu_instance;
-  unsigned compute_instance;
-};
+namespace {
+
+nvmlDevice_st g_devices[kMaxGpus];  // handles point here
 
 // The event after the first `skip` lines of the events file; false when there is none yet.
 bool event_line(long skip, unsigned* gpu, unsigned long long* type, unsigned long long* data) {
@@ -82,41 +82,41 @@ int nvmlDeviceGetCount_v2(unsigned* count) {
   return kSuccess;
 }
 
-int nvmlDeviceGetHandleByIndex_v2(unsigned index, void** device) {
+int nvmlDeviceGetHandleByIndex_v2(unsigned index, nvmlDevice_t* device) {
   if (index >= read_state().count || index >= kMaxGpus) return kInvalidArgument;
   *device = &g_devices[index];
   return kSuccess;
 }
 
-int nvmlDeviceGetTotalEccErrors(void*, int error_type, int, unsigned long long* count) {
+int nvmlDeviceGetTotalEccErrors(nvmlDevice_t, int error_type, int, unsigned long long* count) {
   *count = error_type == 1 ? read_state().ecc : 0;  // 1: uncorrected
   return kSuccess;
 }
 
-int nvmlEventSetCreate(EventSet** set) {
-  *set = new EventSet;
+int nvmlEventSetCreate(nvmlEventSet_t* set) {
+  *set = new nvmlEventSet_st;
   return kSuccess;
 }
 
-int nvmlEventSetFree(EventSet* set) {
+int nvmlEventSetFree(nvmlEventSet_t set) {
   delete set;
   return kSuccess;
 }
 
-int nvmlDeviceGetSupportedEventTypes(void*, unsigned long long* types) {
+int nvmlDeviceGetSupportedEventTypes(nvmlDevice_t, unsigned long long* types) {
   *types = read_state().events;
   return kSuccess;
 }
 
-int nvmlDeviceRegisterEvents(void* device, unsigned long long types, EventSet* set) {
-  long index = static_cast<int*>(device) - g_devices;
+int nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types, nvmlEventSet_t set) {
+  long index = device - g_devices;
   if (index < 0 || index >= static_cast<long>(kMaxGpus)) return kInvalidArgument;
   set->registered[index] |= types;
   return kSuccess;
 }
 
 // Polls the events file until an event for a registered GPU and type comes, or timeout.
-int nvmlEventSetWait_v2(EventSet* set, EventData* out, unsigned timeout_ms) {
+int nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* out, unsigned timeout_ms) {
   for (unsigned waited = 0;; waited += 5) {
     unsigned gpu = 0;
     unsigned long long type = 0, data = 0;

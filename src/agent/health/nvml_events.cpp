@@ -21,20 +21,11 @@ using namespace std::chrono_literals;
 constexpr unsigned long long kDoubleBitEcc = 0x2;  // nvmlEventTypeDoubleBitEccError
 constexpr unsigned long long kXid = 0x8;           // nvmlEventTypeXidCriticalError
 
-// nvmlEventData_t as nvmlEventSetWait_v2 fills it.
-struct EventData {
-  nvml::Device device;
-  unsigned long long type;
-  unsigned long long data;
-  unsigned int gpu_instance;
-  unsigned int compute_instance;
-};
-
 using SetCreateFn = nvml::Return (*)(nvml::EventSet*);
 using SetFreeFn = nvml::Return (*)(nvml::EventSet);
 using SupportedFn = nvml::Return (*)(nvml::Device, unsigned long long*);
 using RegisterFn = nvml::Return (*)(nvml::Device, unsigned long long, nvml::EventSet);
-using WaitFn = nvml::Return (*)(nvml::EventSet, EventData*, unsigned int);
+using WaitFn = nvml::Return (*)(nvml::EventSet, nvmlEventData_t*, unsigned int);
 
 constexpr auto kWaitSlice = 200ms;  // how soon a stop is seen
 
@@ -111,7 +102,7 @@ class Watch {
 
   // One event, or nothing within the slice.
   std::optional<NvmlEvent> next() {
-    EventData data{};
+    nvmlEventData_t data{};
     auto rc = nvml_.fn<WaitFn>("nvmlEventSetWait_v2")(
         set_, &data, static_cast<unsigned int>(kWaitSlice.count()));
     if (rc == nvml::kErrorTimeout) return std::nullopt;
@@ -121,7 +112,7 @@ class Watch {
       std::this_thread::sleep_for(kWaitSlice);
       return std::nullopt;
     }
-    NvmlEvent e{0, data.type, data.data};
+    NvmlEvent e{0, data.eventType, data.eventData};
     for (const auto& [dev, index] : gpus_) {
       if (dev == data.device) e.gpu = index;
     }

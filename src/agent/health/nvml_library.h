@@ -7,14 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "agent/health/nvml_abi.h"
+
 namespace endure::agent::health {
 
-// The few NVML declarations used, from nvml.h: enums are int-sized, a device and an event
-// set are opaque pointers, NVML_SUCCESS is 0.
+// The few NVML values used, from nvml.h: NVML_SUCCESS is 0.
 namespace nvml {
 using Return = int;
-using Device = struct nvmlDevice_st*;
-using EventSet = struct nvmlEventSet_st*;
+using Device = nvmlDevice_t;
+using EventSet = nvmlEventSet_t;
 constexpr Return kSuccess = 0;
 constexpr Return kErrorNotSupported = 3;  // the GPU lacks the feature (no ECC, no events)
 constexpr Return kErrorTimeout = 10;      // an event wait ended with no event
