@@ -1,5 +1,10 @@
 #include "agent/agent_config.h"
 
+#include <optional>
+#include <utility>
+
+#include "api/codec.h"
+
 namespace endure::agent {
 
 json AgentConfig::to_json() const {
@@ -22,27 +27,39 @@ json AgentConfig::to_json() const {
 }
 
 Result<AgentConfig> AgentConfig::from_json(const json& j) {
+  auto invalid = [](const std::string& rule) {
+    return make_error("InvalidConfig", "agent.json: " + rule);
+  };
+  if (!j.is_object()) return invalid("must be a JSON object");
   AgentConfig c;
-  try {
-    c.endpoint = j.at("Endpoint").get<std::string>();
-    c.ca_file = j.value("CaFile", "");
-    c.instance_id = j.at("InstanceId").get<std::string>();
-    c.token = j.at("Token").get<std::string>();
-    c.node_name = j.at("NodeName").get<std::string>();
-    c.group = j.at("InstanceGroupName").get<std::string>();
-    c.role = j.at("Role").get<std::string>();
-    c.partition = j.value("PartitionName", "");
-    c.controller_node = j.value("ControllerNode", "");
-    c.on_create = j.at("OnCreate").get<std::string>();
-    c.lifecycle_timeout_seconds = j.value("LifecycleTimeoutSeconds", 900);
-    c.heartbeat_seconds = j.value("HeartbeatSeconds", 1.0);
-    c.health_check_seconds = j.value("HealthCheckSeconds", 2.0);
-    c.cpus = j.value("Cpus", 1);
-    c.memory_mib = j.value("MemoryMiB", 0);
-    c.gpus = j.value("Gpus", 0);
-  } catch (const std::exception& e) {
-    return make_error("InvalidConfig", std::string("agent.json: ") + e.what());
+  api::codec::Reader required(j);
+  for (auto [key, out] : {std::pair{"Endpoint", &c.endpoint},
+                          {"InstanceId", &c.instance_id},
+                          {"Token", &c.token},
+                          {"NodeName", &c.node_name},
+                          {"InstanceGroupName", &c.group},
+                          {"Role", &c.role},
+                          {"OnCreate", &c.on_create}}) {
+    required(key, *out);
   }
+  if (required.error()) return invalid(*required.error());
+  // The others keep their defaults when absent; present, they must have their type (a
+  // number beyond an int is refused, not converted).
+  std::optional<std::string> error;
+  auto optional = [&](const char* key, auto& out) {
+    auto it = j.find(key);
+    if (!error && it != j.end()) error = api::codec::decode(*it, key, out);
+  };
+  optional("CaFile", c.ca_file);
+  optional("PartitionName", c.partition);
+  optional("ControllerNode", c.controller_node);
+  optional("LifecycleTimeoutSeconds", c.lifecycle_timeout_seconds);
+  optional("HeartbeatSeconds", c.heartbeat_seconds);
+  optional("HealthCheckSeconds", c.health_check_seconds);
+  optional("Cpus", c.cpus);
+  optional("MemoryMiB", c.memory_mib);
+  optional("Gpus", c.gpus);
+  if (error) return invalid(*error);
   return c;
 }
 

@@ -1,11 +1,22 @@
 #include "autoresume/supervisor_config.h"
 
 #include <cstdlib>
+#include <optional>
 
+#include "api/codec.h"
 #include "api/node_contract.h"
 #include "common/fs.h"
 
 namespace endure::autoresume {
+namespace {
+
+template <class T>
+std::optional<std::string> optional_field(const json& j, const char* key, T& out) {
+  auto it = j.find(key);
+  return it == j.end() ? std::nullopt : api::codec::decode(*it, key, out);
+}
+
+}  // namespace
 
 Result<SupervisorConfig> SupervisorConfig::from_json(const json& j) {
   SupervisorConfig c;
@@ -16,10 +27,13 @@ Result<SupervisorConfig> SupervisorConfig::from_json(const json& j) {
                       "auto_resume.json: needs Endpoint, ClusterName and Token strings");
   }
   c.endpoint = j["Endpoint"];
-  c.ca_file = j.value("CaFile", "");
   c.cluster_name = j["ClusterName"];
   c.token = j["Token"];
-  c.max_resumes = j.value("MaxResumes", 3);
+  // Absent, they keep their defaults; present, they must have their type.
+  for (auto error :
+       {optional_field(j, "CaFile", c.ca_file), optional_field(j, "MaxResumes", c.max_resumes)}) {
+    if (error) return make_error("InvalidConfig", "auto_resume.json: " + *error);
+  }
   return c;
 }
 

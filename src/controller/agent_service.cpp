@@ -24,6 +24,14 @@ Result<T> defaulted(const json& request, const char* key, T fallback) {
 
 }  // namespace
 
+Result<json> heartbeat_findings(const json& request) {
+  // Each a whole Finding: the health monitor reads Kind, Check and Detail of the first as
+  // strings when it judges the node, long after this call has been answered.
+  auto findings = defaulted(request, api::field::kFindings, std::vector<api::Finding>{});
+  if (!findings) return findings.error();
+  return api::codec::encode(*findings);
+}
+
 Result<json> AgentService::handle(const std::string& action, const std::string& instance_id,
                                   const std::string& token, const json& request) {
   if (!request.is_object()) return validation("request: must be a JSON object");
@@ -38,9 +46,9 @@ Result<json> AgentService::handle(const std::string& action, const std::string& 
     return make_error(api::kUnauthorized, "a node may report only for itself");
   }
   if (action == api::kAgentHeartbeat) {
-    // Findings pass as they come: the health monitor reads what it knows of them.
-    health_.heartbeat(instance_id, request.value(api::field::kFindings, json::array()),
-                      row->cluster_id);
+    auto findings = heartbeat_findings(request);
+    if (!findings) return findings.error();
+    health_.heartbeat(instance_id, *findings, row->cluster_id);
     if (gauges_) gauges_->record(instance_id, request.value(api::field::kMetrics, json::object()));
     // The reply carries orders: a deep health check to run while one is open for it.
     api::AgentHeartbeatReply reply;

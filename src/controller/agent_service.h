@@ -15,6 +15,10 @@
 
 namespace endure::controller {
 
+// AgentHeartbeat's Findings as the health monitor keeps them ([] when absent), or a
+// ValidationException naming the first that is not a Finding ("Findings[0].Kind: ...").
+Result<json> heartbeat_findings(const json& request);
+
 class AgentService {
  public:
   AgentService(store::Store& store, HealthMonitor& health, DeepCheckManager& deep_checks,

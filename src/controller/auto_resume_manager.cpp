@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 
+#include "api/codec.h"
 #include "api/wire.h"
 #include "common/crash_point.h"
 #include "common/ids.h"
@@ -22,6 +23,13 @@ Result<long long> job_id_of(const json& request) {
     return validation("JobId: must be a positive integer");
   }
   return request["JobId"].get<long long>();
+}
+
+// Reads request[key] into out when present, or says which rule it breaks.
+template <class T>
+std::optional<std::string> optional_field(const json& request, const char* key, T& out) {
+  auto it = request.find(key);
+  return it == request.end() ? std::nullopt : api::codec::decode(*it, key, out);
 }
 
 bool job_ended(const std::string& state) {
@@ -104,20 +112,20 @@ StepNode AutoResumeManager::step_node(const std::vector<store::InstanceRow>& ins
   return n;
 }
 
-Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, const json& request) {
+Result<StepFailure> read_step_failed(const json& request) {
   auto job = job_id_of(request);
   if (!job) return job.error();
-  long long job_id = *job;
-  std::vector<std::string> names;
+  StepFailure f;
+  f.job_id = *job;
   if (request.contains("Nodes") && request["Nodes"].is_array() && !request["Nodes"].empty()) {
     for (const auto& n : request["Nodes"]) {
       if (!n.is_string()) return validation("Nodes: must be an array of node names");
-      names.push_back(n.get<std::string>());
+      f.nodes.push_back(n.get<std::string>());
     }
   } else if (request.contains("NodeList") && request["NodeList"].is_string()) {
     auto hosts = slurm::expand_hostlist(request["NodeList"].get<std::string>());
     if (!hosts) return validation("NodeList: " + hosts.error().message);
-    names = *hosts;
+    f.nodes = *hosts;
   } else {
     return validation("Nodes: must be a non-empty array of node names (or NodeList a hostlist)");
   }
@@ -126,9 +134,25 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
       return validation(std::string(field) + ": must be a time in seconds since the epoch");
     }
   }
-  int supervisor_resumes = request.value("Resumes", 0);
-  double step_start = request["StepStartTime"].get<double>();
-  double failed_at = request["FailedAt"].get<double>();
+  f.step_start = request["StepStartTime"].get<double>();
+  f.failed_at = request["FailedAt"].get<double>();
+  // Optional, with their types (an older supervisor sends no Resumes).
+  for (auto error : {optional_field(request, "Resumes", f.resumes),
+                     optional_field(request, "Succeeded", f.succeeded)}) {
+    if (error) return validation(*error);
+  }
+  f.exit_status = request.contains("ExitStatus") ? request["ExitStatus"].dump() : "?";
+  return f;
+}
+
+Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, const json& request) {
+  auto failure = read_step_failed(request);
+  if (!failure) return failure.error();
+  const long long job_id = failure->job_id;
+  const std::vector<std::string>& names = failure->nodes;
+  const int supervisor_resumes = failure->resumes;
+  const double step_start = failure->step_start;
+  const double failed_at = failure->failed_at;
 
   std::vector<StepNode> nodes;
   auto instances = store_.instances(cluster.id, true);
@@ -146,12 +170,12 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
   reply["ResumeCount"] = row ? row->resumes : 0;
   if (judgement.decision != StepDecision::kFault) {
     // A step srun called successful is not held back waiting for heartbeats.
-    if (request.value("Succeeded", false)) {
+    if (failure->succeeded) {
       reply["Decision"] = decision_name(StepDecision::kHealthy);
     } else if (judgement.decision == StepDecision::kHealthy) {
       // The answer "not a node fault" is the end of this failure: said once in the event log,
       // so that the timeline and /metrics show why a job was not re-run.
-      std::string exit = request.contains("ExitStatus") ? request["ExitStatus"].dump() : "?";
+      const std::string& exit = failure->exit_status;
       auto ev = store_.append_event(
           {0, cluster.id, 0, "Job", "", "", "", "AutoResumeDeclined",
            "job " + std::to_string(job_id) + ": the step failed (exit status " + exit +

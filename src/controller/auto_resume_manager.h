@@ -67,6 +67,20 @@ class AutoResumeManager {
   HealthMonitor& health_;
 };
 
+// AutoResumeStepFailed's request as step_failed() reads it, before it looks at the store.
+struct StepFailure {
+  long long job_id = 0;
+  std::vector<std::string> nodes;  // Nodes, or NodeList expanded
+  double step_start = 0;
+  double failed_at = 0;
+  int resumes = 0;  // the supervisor's count so far
+  bool succeeded = false;
+  std::string exit_status;  // as sent (JSON), "?" when absent: for the event's text
+};
+
+// A ValidationException naming the first field that breaks its rule.
+Result<StepFailure> read_step_failed(const json& request);
+
 // The reply of AutoResumeStatus for a record (or for none).
 json auto_resume_status_json(const std::optional<store::AutoResumeRow>& row, int max_resumes);
 

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <thread>
 
+#include "api/codec.h"
 #include "common/json.h"
 #include "slurm/hostlist.h"
 
@@ -17,6 +18,32 @@ Error command_error(const std::string& what, const process::Output& out) {
   std::string text = out.err.empty() ? out.out : out.err;
   if (text.size() > 400) text = text.substr(text.size() - 400);
   return make_error("SlurmError", what + " failed (" + detail + "): " + text);
+}
+
+// The entries of a list in Slurm's JSON output ("nodes", "jobs"), each an object: another
+// shape (another Slurm's) is an error naming it, never a guess.
+Result<const json*> entries(const json& doc, const std::string& command, const char* list) {
+  auto all = doc.find(list);
+  if (all == doc.end() || !all->is_array()) {
+    return make_error("SlurmError", command + ": " + list + ": must be an array");
+  }
+  for (size_t i = 0; i < all->size(); ++i) {
+    if (!(*all)[i].is_object()) {
+      return make_error("SlurmError",
+                        command + ": " + list + "[" + std::to_string(i) + "]: must be an object");
+    }
+  }
+  return &*all;
+}
+
+// Reads entry[key] into out when present (out keeps its default when absent), or an error
+// naming the entry's field and the type it must have.
+template <class T>
+Status field(const json& entry, const char* key, const std::string& where, T& out) {
+  auto it = entry.find(key);
+  if (it == entry.end()) return {};
+  if (auto e = api::codec::decode(*it, where + "." + key, out)) return make_error("SlurmError", *e);
+  return {};
 }
 
 }  // namespace
@@ -94,19 +121,20 @@ Result<std::vector<NodeState>> SlurmClient::nodes() const {
   if (!doc.is_object() || !doc.contains("nodes")) {
     return make_error("SlurmError", "sinfo --json: unexpected output");
   }
+  auto list = entries(doc, "sinfo --json", "nodes");
+  if (!list) return list.error();
   std::vector<NodeState> nodes;
-  for (const auto& n : doc["nodes"]) {
+  for (size_t i = 0; i < (*list)->size(); ++i) {
+    const json& n = (**list)[i];
+    const std::string where = "sinfo --json: nodes[" + std::to_string(i) + "]";
     NodeState s;
-    s.name = n.value("name", "");
-    s.state = n.value("state", "");
-    if (n.contains("state_flags") && n["state_flags"].is_array()) {
-      for (const auto& f : n["state_flags"]) s.flags.push_back(f.get<std::string>());
+    for (Status read :
+         {field(n, "name", where, s.name), field(n, "state", where, s.state),
+          field(n, "state_flags", where, s.flags), field(n, "reason", where, s.reason),
+          field(n, "address", where, s.address), field(n, "hostname", where, s.hostname),
+          field(n, "cpus", where, s.cpus), field(n, "alloc_cpus", where, s.alloc_cpus)}) {
+      if (!read) return read.error();
     }
-    s.reason = n.value("reason", "");
-    s.address = n.value("address", "");
-    s.hostname = n.value("hostname", "");
-    s.cpus = n.value("cpus", 0);
-    s.alloc_cpus = n.value("alloc_cpus", 0);
     // sinfo lists a node once per partition it is in.
     if (std::none_of(nodes.begin(), nodes.end(), [&](auto& x) { return x.name == s.name; })) {
       nodes.push_back(std::move(s));
@@ -157,20 +185,24 @@ Result<std::vector<JobState>> SlurmClient::jobs() const {
   if (!doc.is_object() || !doc.contains("jobs")) {
     return make_error("SlurmError", "squeue --json: unexpected output");
   }
+  auto list = entries(doc, "squeue --json", "jobs");
+  if (!list) return list.error();
   std::vector<JobState> jobs;
-  for (const auto& j : doc["jobs"]) {
+  for (size_t i = 0; i < (*list)->size(); ++i) {
+    const json& j = (**list)[i];
+    const std::string where = "squeue --json: jobs[" + std::to_string(i) + "]";
     JobState job;
-    job.id = j.value("job_id", 0LL);
-    job.state = j.value("job_state", "");
-    job.batch_host = j.value("batch_host", "");
-    job.partition = j.value("partition", "");
-    job.user_id = j.value("user_id", 0);
-    job.requeue = j.value("requeue", false);
-    job.restart_count = j.value("restart_cnt", 0);
-    job.batch = j.value("batch_flag", false);
-    if (auto hosts = expand_hostlist(j.value("nodes", "")); hosts && !j.value("nodes", "").empty()) {
-      job.nodes = *hosts;
+    std::string nodes;
+    for (Status read :
+         {field(j, "job_id", where, job.id), field(j, "job_state", where, job.state),
+          field(j, "batch_host", where, job.batch_host),
+          field(j, "partition", where, job.partition), field(j, "user_id", where, job.user_id),
+          field(j, "requeue", where, job.requeue),
+          field(j, "restart_cnt", where, job.restart_count),
+          field(j, "batch_flag", where, job.batch), field(j, "nodes", where, nodes)}) {
+      if (!read) return read.error();
     }
+    if (auto hosts = expand_hostlist(nodes); hosts && !nodes.empty()) job.nodes = *hosts;
     jobs.push_back(std::move(job));
   }
   return jobs;

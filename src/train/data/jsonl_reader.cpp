@@ -41,10 +41,12 @@ class StreamJsonlReader : public JsonlReader {
     json j;
     try {
       j = json::parse(line);
-    } catch (const json::parse_error& e) {
-      // nlohmann's message says where in the line and what it expected.
+    } catch (const json::exception& e) {
+      // nlohmann's message says where in the line and what it expected (a parse_error), or
+      // which number is beyond a double (an out_of_range: 1E400).
       std::string what = e.what();
       auto pos = what.find("syntax error");
+      if (pos == std::string::npos) pos = what.find("number overflow");
       return bad_line("not valid JSON (" + (pos == std::string::npos ? what : what.substr(pos)) +
                       ")");
     }

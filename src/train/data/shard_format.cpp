@@ -76,7 +76,9 @@ Result<json> unseal_index(const std::string& text, const std::string& what) {
   if (ckpt::seal(j)["checksum"] != j["checksum"]) {
     return make_error("CorruptData", what + ": checksum mismatch (the index was changed or torn)");
   }
-  if (j.value("magic", "") != kIndexMagic || j.value("version", 0) != kIndexVersion) {
+  // Compared as JSON: a magic or version of another type is another file, not an error
+  // thrown out of here.
+  if (j.value("magic", json()) != kIndexMagic || j.value("version", json()) != kIndexVersion) {
     return make_error("CorruptData", what + ": not an endure-data index of version " +
                                          std::to_string(kIndexVersion));
   }

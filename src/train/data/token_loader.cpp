@@ -1,6 +1,7 @@
 // The loader: windows of seq_len+1 tokens from a split's shards, in a seeded order per epoch.
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "common/fs.h"
 #include "endure/data.h"
@@ -21,6 +22,18 @@ Result<uint64_t> get_u64(const json& j, const char* field, const std::string& wh
     return invalid(what + ": field \"" + field + "\" must be a non-negative integer");
   }
   return j[field].get<uint64_t>();
+}
+
+// A count the index holds at j[field]: an integer in [lo, hi]. get<>() would convert a
+// number of another kind (a fraction, a negative, one beyond the type) without a word.
+Result<uint64_t> index_count(const json& j, const char* field, uint64_t lo, uint64_t hi,
+                             const std::string& what) {
+  const json& v = j.at(field);
+  if (!v.is_number_unsigned() || v.get<uint64_t>() < lo || v.get<uint64_t>() > hi) {
+    return corrupt(what + ": \"" + field + "\" must be an integer from " + std::to_string(lo) +
+                   " to " + std::to_string(hi));
+  }
+  return v.get<uint64_t>();
 }
 
 }  // namespace
@@ -137,21 +150,32 @@ Result<std::unique_ptr<TokenLoader>> TokenLoader::open(const LoaderOptions& o) {
   impl->options = o;
   impl->seed = o.seed;
   try {
-    impl->vocab_size = index->at("tokenizer").at("vocab_size").get<int>();
-    impl->token_bytes = index->at("token_bytes").get<int>();
+    auto vocab_size = index_count(index->at("tokenizer"), "vocab_size", 1, kMaxVocabSize,
+                                  index_path.string() + ": tokenizer");
+    if (!vocab_size.ok()) return vocab_size.error();
+    auto token_bytes = index_count(*index, "token_bytes", 2, 4, index_path.string());
+    if (!token_bytes.ok()) return token_bytes.error();
+    impl->vocab_size = static_cast<int>(*vocab_size);
+    impl->token_bytes = static_cast<int>(*token_bytes);
     const json& shards = index->at("splits").at(o.split).at("shards");
     for (const auto& entry : shards) {
       std::string file = entry.at("file").get<std::string>();
-      uint64_t tokens = entry.at("tokens").get<uint64_t>();
+      auto counted = index_count(entry, "tokens", 0, std::numeric_limits<uint64_t>::max(),
+                                 index_path.string() + ": " + file);
+      if (!counted.ok()) return counted.error();
+      const uint64_t tokens = *counted;
       std::filesystem::path path = o.dir / file;
       auto mapped = MappedFile::open(path);
       if (!mapped.ok()) return mapped.error();
       const MappedFile& m = **mapped;
       auto header = decode_shard_header(m.data(), m.size(), path.string());
       if (!header.ok()) return header.error();
+      // Counted in tokens, not bytes: a count near 2^64 would wrap its byte size round to
+      // the file's, and the loader would read far past the mapping.
+      const uint64_t data_bytes = m.size() - kShardHeaderBytes;
       if (header->tokens != tokens || header->token_bytes != uint32_t(impl->token_bytes) ||
-          header->vocab_size != uint32_t(impl->vocab_size) ||
-          m.size() != kShardHeaderBytes + tokens * impl->token_bytes) {
+          header->vocab_size != uint32_t(impl->vocab_size) || data_bytes % impl->token_bytes != 0 ||
+          data_bytes / impl->token_bytes != tokens) {
         return corrupt(path.string() + ": header or size does not match the index (" +
                        std::to_string(tokens) + " tokens of " + std::to_string(impl->token_bytes) +
                        " bytes)");
