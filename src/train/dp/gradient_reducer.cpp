@@ -28,8 +28,11 @@ void GradientReducer::ready(std::size_t begin, std::size_t end) {
   (void)end;  // ranges come in order: only how far down the final part reaches matters
   final_from_ = std::min(final_from_, begin);
   while (next_bucket_ < bounds_.size() && bounds_[next_bucket_].first >= final_from_) {
-    const auto [b, e] = bounds_[next_bucket_++];
-    queue_->push([this, b, e] { return comm_.all_reduce(grads_ + b, e - b); });
+    // A pair, not a structured binding: clang 14 (the sanitizer builds) cannot capture one.
+    const std::pair<std::size_t, std::size_t> bucket = bounds_[next_bucket_++];
+    queue_->push([this, bucket] {
+      return comm_.all_reduce(grads_ + bucket.first, bucket.second - bucket.first);
+    });
   }
 }
 
