@@ -11,6 +11,7 @@
 #include "api/messages.h"
 #include "controller/agent_service.h"
 #include "controller/auto_resume_manager.h"
+#include "controller/deep_check_manager.h"
 #include "controller/health_monitor.h"
 #include "controller/metrics/node_gauges.h"
 #include "controller/node_decisions.h"
@@ -125,6 +126,14 @@ void agent_report_findings(const json& body) {
   (void)health.assess("i-fuzz", true);
 }
 
+// Stored as read, then judged by a reconcile pass when the check closes.
+void agent_report_deep_health_check(const json& body) {
+  (void)typed<api::AgentReportDeepHealthCheckRequest>(body);
+  if (!body.is_object()) return;
+  auto results = controller::deep_check_results(body);
+  if (results) (void)controller::decide_deep_check(*results, 60);
+}
+
 void auto_resume_step_failed(const json& body) {
   (void)typed<api::AutoResumeStepFailedRequest>(body);
   if (!body.is_object()) return;
@@ -179,8 +188,7 @@ const Action kActions[] = {
     {api::kAgentReportLifecycle, agent_report_lifecycle},
     {api::kAgentHeartbeat, agent_heartbeat},
     {api::kAgentReportFindings, agent_report_findings},
-    {api::kAgentReportDeepHealthCheck,
-     [](const json& b) { (void)typed<api::AgentReportDeepHealthCheckRequest>(b); }},
+    {api::kAgentReportDeepHealthCheck, agent_report_deep_health_check},
     {api::kAutoResumeStepFailed, auto_resume_step_failed},
     {api::kAutoResumeStatus, [](const json& b) { (void)typed<api::AutoResumeStatusRequest>(b); }},
     {api::kReportTrainingMetrics,

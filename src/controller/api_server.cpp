@@ -131,7 +131,12 @@ void ApiServer::handle(const std::string& action, const httplib::Request& req,
     return reply_error(res, make_error(api::kValidationException, "request: is not valid JSON"));
   }
   std::string instance_id = req.get_header_value(api::kInstanceIdHeader);
-  if (instance_id.empty() && request.is_object()) instance_id = request.value("InstanceId", "");
+  // Before authentication: an InstanceId of another type names no instance (and is not
+  // thrown on); the agent service names the field once the caller is known.
+  if (auto it = request.find("InstanceId");
+      instance_id.empty() && request.is_object() && it != request.end() && it->is_string()) {
+    instance_id = it->get<std::string>();
+  }
   Result<json> result = agent_call ? router_.handle_agent(action, instance_id, token, request)
                         : auto_resume_call
                             ? router_.handle_auto_resume(action, token, operator_ok, request)

@@ -123,16 +123,24 @@ json DeepCheckManager::order_for(const store::InstanceRow& row) {
   return nullptr;
 }
 
+Result<json> deep_check_results(const json& request) {
+  auto it = request.find(api::field::kResults);
+  if (it == request.end() || !it->is_array()) return validation("Results: must be an array");
+  std::vector<api::DeepCheckResult> results;
+  if (auto error = api::codec::decode(*it, api::field::kResults, results))
+    return validation(*error);
+  return api::codec::encode(results);
+}
+
 Result<json> DeepCheckManager::record_results(const std::string& instance_id, const json& request) {
   std::string id = request.value("Id", "");
-  if (!request.contains("Results") || !request["Results"].is_array()) {
-    return validation("Results: must be an array");
-  }
+  auto results = deep_check_results(request);
+  if (!results) return results.error();
   Status s = store_.mutate_instance(instance_id, [&](store::InstanceRow& r) -> Status {
     if (!r.deep_check.is_object() || r.deep_check.value("Id", "") != id) {
       return make_error(api::kConflictException, "no deep health check " + id + " is open");
     }
-    r.deep_result = request["Results"];
+    r.deep_result = *results;
     return {};
   });
   if (!s) return s.error();

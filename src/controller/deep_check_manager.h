@@ -15,6 +15,11 @@
 
 namespace endure::controller {
 
+// AgentReportDeepHealthCheck's Results as they are stored for the check to close on, or a
+// ValidationException naming the first that is not a DeepCheckResult ("Results[0].Passed:
+// must be a boolean"): a reconcile pass reads them long after the call was answered.
+Result<json> deep_check_results(const json& request);
+
 class DeepCheckManager {
  public:
   DeepCheckManager(store::Store& store, provider::NodeProvider& provider, const Config& config,

@@ -147,7 +147,8 @@ Result<SoftwareUpdatePlan> plan_software_update(const json& request,
     return invalid(path + ": is required, an object {Type, Value}");
   }
   const json& size = policy["MaximumBatchSize"];
-  std::string type = size.value("Type", "");
+  // Another type than a string is no known Type either: refused below, not thrown on.
+  const json type = size.value("Type", json());
   if (type == "INSTANCE_COUNT") {
     auto n = bounded_int(size, "Value", path + ".Value", 1, total, 0);
     if (!n) return n.error();

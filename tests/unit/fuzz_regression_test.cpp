@@ -12,7 +12,10 @@
 #include "autoresume/supervisor_config.h"
 #include "controller/agent_service.h"
 #include "controller/auto_resume_manager.h"
+#include "controller/deep_check_manager.h"
 #include "controller/health_monitor.h"
+#include "controller/node_decisions.h"
+#include "controller/software_update_plan.h"
 #include "endure/data.h"
 #include "slurm/slurm_client.h"
 #include "train/data/shard_format.h"
@@ -141,6 +144,51 @@ TEST(FuzzRegression, StepFailedFieldOfAnotherTypeNamesIt) {
     EXPECT_EQ(read.error().code, "ValidationException");
     EXPECT_TRUE(mentions(read.error(), rule)) << read.error().message;
   }
+}
+
+// fuzz_api_request's deep check case (added with this fix): deep check results that were not
+// objects, or held a Passed of another type, were stored as sent, and the reconcile pass
+// that closes the check threw on them (again after every restart: they are in the store).
+TEST(FuzzRegression, DeepCheckResultThatIsNotAResultIsRefused) {
+  for (auto [results, rule] :
+       {std::pair{json::array({1}), "Results[0]: must be an object"},
+        {json::array(
+             {{{"Check", "cpu"}, {"Passed", "yes"}, {"Detail", ""}, {"Metrics", json::object()}}}),
+         "Results[0].Passed: must be a boolean"},
+        {json(json::object()), "Results: must be an array"}}) {
+    auto read = controller::deep_check_results({{"Id", "hc-1"}, {"Results", results}});
+    ASSERT_FALSE(read.ok()) << results.dump();
+    EXPECT_EQ(read.error().code, "ValidationException");
+    EXPECT_TRUE(mentions(read.error(), rule)) << read.error().message;
+  }
+  auto read = controller::deep_check_results(
+      {{"Results", json::array({{{"Check", "cpu"},
+                                 {"Passed", true},
+                                 {"Detail", ""},
+                                 {"Metrics", {{"gflops", 12.5}}}}})}});
+  ASSERT_TRUE(read.ok()) << read.error().message;
+  EXPECT_TRUE(controller::decide_deep_check(*read, 60).passed);
+}
+
+// fuzz_api_request: UpdateClusterSoftware's MaximumBatchSize.Type of another type than a
+// string threw out of plan_software_update().
+TEST(FuzzRegression, SoftwareUpdateBatchTypeOfAnotherTypeIsRefused) {
+  spec::ClusterLayout layout;
+  layout.controller_node = "controller-0";
+  spec::NodeSlot worker;
+  worker.group = "worker";
+  worker.node_name = "worker-0";
+  worker.role = spec::NodeRole::kWorker;
+  layout.nodes = {worker};
+  json request = {{"ClusterName", "ml"},
+                  {"DeploymentConfig",
+                   {{"RollingUpdatePolicy", {{"MaximumBatchSize", {{"Type", 1}, {"Value", 1}}}}}}}};
+  auto plan = controller::plan_software_update(request, layout);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.error().code, "ValidationException");
+  EXPECT_TRUE(mentions(plan.error(),
+                       "MaximumBatchSize.Type: must be INSTANCE_COUNT or CAPACITY_PERCENTAGE"))
+      << plan.error().message;
 }
 
 // A temporary folder for the data readers' files. open() makes it a data folder of one
