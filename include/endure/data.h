@@ -53,7 +53,8 @@ class JsonlReader {
 
   // Reads the next document into *doc: true when one was read, false at the end of the file.
   // Blank lines are skipped. A line that is not a JSON object with a string "text" field,
-  // or a truncated zstd stream, fails with "ValidationException" naming file:line.
+  // a line longer than 64 MiB, or a truncated zstd stream, fails with "ValidationException"
+  // naming file:line.
   virtual Result<bool> next(Document* doc) = 0;
 };
 

@@ -268,6 +268,22 @@ TEST_F(FuzzRegressionData, JsonlNumberBeyondADoubleNamesTheLine) {
       << second.error().message;
 }
 
+// Under fuzz_jsonl's limits: a 38 KB zstd file holding one line of 1.2 GB (no newline) was read
+// whole into memory, the fuzzer's 2 GiB limit reached; a line is at most 64 MiB now.
+TEST_F(FuzzRegressionData, JsonlLineBeyondTheLimitIsRefused) {
+  const auto path = dir_ / "long.jsonl";
+  std::ofstream(path) << "{\"text\": \"fine\"}\n" << std::string((size_t{64} << 20) + 1, 'a');
+  auto reader = data::JsonlReader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.error().message;
+  data::Document doc;
+  ASSERT_TRUE((*reader)->next(&doc).ok());
+  auto second = (*reader)->next(&doc);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.error().code, "ValidationException");
+  EXPECT_TRUE(mentions(second.error(), "long.jsonl:2: a line must be at most 64 MiB"))
+      << second.error().message;
+}
+
 // fuzz_token_index: an index that seals but whose magic is a number threw out of the reader.
 TEST(FuzzRegression, IndexMagicOfAnotherTypeIsNotAnIndex) {
   for (json index :

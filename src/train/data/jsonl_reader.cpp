@@ -10,6 +10,9 @@ namespace endure::data {
 namespace {
 
 constexpr size_t kReadBytes = 1 << 20;
+// A line (a document) at most: RedPajama's longest are books of a few MiB. A longer one is
+// refused rather than held whole: a zstd file of 40 KB can hold a line of gigabytes.
+constexpr size_t kMaxLineBytes = size_t{64} << 20;
 
 class StreamJsonlReader : public JsonlReader {
  public:
@@ -67,6 +70,13 @@ class StreamJsonlReader : public JsonlReader {
     return true;
   }
 
+  Error too_long() const {
+    return make_error("ValidationException", path_.string() + ":" + std::to_string(line_no_ + 1) +
+                                                 ": a line must be at most " +
+                                                 std::to_string(kMaxLineBytes >> 20) +
+                                                 " MiB (is a newline missing?)");
+  }
+
   // The next line without its '\n': true, or false at the end of the stream. A last line
   // without a newline still counts.
   Result<bool> next_line(std::string* line) {
@@ -78,10 +88,12 @@ class StreamJsonlReader : public JsonlReader {
         if (nl != nullptr) {
           line->append(start, nl);
           pos_ += static_cast<size_t>(nl - start) + 1;
+          if (line->size() > kMaxLineBytes) return too_long();
           return true;
         }
         line->append(start, len_ - pos_);
         pos_ = len_;
+        if (line->size() > kMaxLineBytes) return too_long();
       }
       if (done_) return !line->empty();
       auto got = stream_->read(buf_.data(), buf_.size());
