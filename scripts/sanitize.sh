@@ -51,8 +51,11 @@ fi
 # The threaded parts: the checkpoint engine (copy, persist and restore threads), the agent's
 # checks, endured's managers and store (the unit tests), and the collectives, data-parallel
 # and sharded optimizer ranks.
+# Left out: the SIGKILL tests count how many steps a forked writer commits between random
+# kills, which TSan's slowdown (and its start in each child) makes too few to count; what
+# they check is crash safety, not threads.
 status=0
 for t in unit_tests comm_tests dp_tests zero_tests; do
-  "$build/bin/$t" --gtest_brief=1 || status=1
+  "$build/bin/$t" --gtest_brief=1 --gtest_filter='-*SigkillAtRandomPoints*' || status=1
 done
 exit $status

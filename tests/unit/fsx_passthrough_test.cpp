@@ -127,6 +127,23 @@ char proc_state(pid_t pid) {
   return paren != std::string::npos && paren + 2 < line.size() ? line[paren + 2] : '?';
 }
 
+// SIGSTOP, then wait until every thread of pid is stopped: kill() returns before the
+// threads stop, and on a busy machine a request sent meanwhile may still be answered.
+bool stop_process(pid_t pid) {
+  ::kill(pid, SIGSTOP);
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  auto all_stopped = [&] {
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+      if (proc_state(std::stoi(task.path().filename().string())) != 'T') return false;
+    }
+    return !ec;
+  };
+  auto deadline = Clock::now() + std::chrono::seconds(2);
+  while (!all_stopped() && Clock::now() < deadline) std::this_thread::sleep_for(milliseconds(5));
+  return all_stopped();
+}
+
 // One running endure-fsx, started and stopped by the namespaced child.
 struct Fsx {
   std::string backing;
@@ -531,12 +548,7 @@ TEST(FsxPassthroughTest, StoppedDaemonHangsItsMountOnly) {
     ::mkdir(other.mnt.c_str(), 0755);
     if (!start_fsx(other, r)) return;
 
-    ::kill(f.pid, SIGSTOP);
-    auto deadline = Clock::now() + std::chrono::seconds(2);
-    while (proc_state(f.pid) != 'T' && Clock::now() < deadline) {
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-    if (proc_state(f.pid) != 'T') r.fail("endure-fsx did not stop");
+    if (!stop_process(f.pid)) r.fail("endure-fsx did not stop");
 
     // The stat runs in its own process: a thread stuck in a FUSE call cannot be taken back.
     pid_t prober = ::fork();
@@ -596,7 +608,7 @@ TEST(FsxPassthroughTest, AgentFsxCheckReportsTheStoppedDaemon) {
     auto found = check.run();
     if (!found.empty()) return void(r.fail("healthy mount: " + kinds(found)));
 
-    ::kill(f.pid, SIGSTOP);
+    if (!stop_process(f.pid)) r.fail("endure-fsx did not stop");
     found = check.run();
     if (found.size() != 1 || found[0].kind != "fsx-hang")
       r.fail("stopped: " + kinds(found));
