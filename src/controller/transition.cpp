@@ -79,7 +79,21 @@ Status insert_node(store::Store& store, const store::InstanceRow& row,
 Status transition(store::Store& store, const store::ClusterRow& cluster,
                   const std::function<void(store::ClusterRow&)>& change, const std::string& type,
                   const std::string& description) {
-  Status s = store.transition_cluster(cluster.id, change, type, description);
+  Status s = store.transition_cluster(
+      cluster.id,
+      [&](store::ClusterRow& stored) -> Status {
+        const store::ClusterRow before = stored;
+        change(stored);
+        // A new status was decided on the row the caller read: an operator's call since then
+        // (DeleteCluster, UpdateCluster) stands, and the next pass decides again on it.
+        if (stored.status != before.status &&
+            (before.status != cluster.status || before.updated_at != cluster.updated_at)) {
+          return make_error("InvalidTransition",
+                            "changed since it was read (now " + before.status + "): not applied");
+        }
+        return {};
+      },
+      type, description);
   if (!s) {
     log::error("{}: {}: {}", cluster.name, type, s.error().message);
     return s;

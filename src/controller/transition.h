@@ -22,7 +22,8 @@ Status transition(store::Store& store, const store::InstanceRow& row,
 Status insert_node(store::Store& store, const store::InstanceRow& row,
                    const std::string& description);
 
-// The same for a cluster's state and its event.
+// The same for a cluster's state and its event. A change of status is refused
+// (InvalidTransition) when the stored row's status or updated_at is no longer `cluster`'s.
 Status transition(store::Store& store, const store::ClusterRow& cluster,
                   const std::function<void(store::ClusterRow&)>& change, const std::string& type,
                   const std::string& description);

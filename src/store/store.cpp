@@ -434,13 +434,11 @@ Status Store::transition(const std::string& instance_id,
   });
 }
 
-Status Store::transition_cluster(const std::string& id, const std::function<void(ClusterRow&)>& fn,
+Status Store::transition_cluster(const std::string& id,
+                                 const std::function<Status(ClusterRow&)>& fn,
                                  const std::string& type, const std::string& description) {
   return transaction([&]() -> Status {
-    Status s = mutate_cluster(id, [&](ClusterRow& c) -> Status {
-      fn(c);
-      return {};
-    });
+    Status s = mutate_cluster(id, fn);
     if (!s) return s;
     auto ev = append_event({0, id, 0, "Cluster", "", "", "", type, description});
     return ev ? Status{} : Status(ev.error());

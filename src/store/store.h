@@ -157,7 +157,7 @@ class Store {
   // As mutate_instance, for a cluster by id.
   Status mutate_cluster(const std::string& id, const std::function<Status(ClusterRow&)>& fn);
   // As transition (below), for a cluster and one event of its own.
-  Status transition_cluster(const std::string& id, const std::function<void(ClusterRow&)>& fn,
+  Status transition_cluster(const std::string& id, const std::function<Status(ClusterRow&)>& fn,
                             const std::string& type, const std::string& description);
 
   Status insert_instance(const InstanceRow& row);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/ids.h"
+#include "controller/transition.h"
 #include "support/store_fixture.h"
 
 namespace endure::store {
@@ -245,6 +246,34 @@ TEST_F(StoreTest, ClusterRoundTripsEveryField) {
   ASSERT_EQ(all.size(), 1u);
   expect_same_cluster(all[0], u);
   EXPECT_FALSE(store_->cluster_by_id("ffffffffffff").has_value());
+}
+
+// A reconcile pass decides a cluster's status on the row it read; an operator's call made
+// since (DeleteCluster, UpdateCluster) stands: the new status and its event are refused.
+TEST_F(StoreTest, AClusterStatusDecidedOnAnOlderRowIsRefused) {
+  ClusterRow read = make_cluster("0123456789ab", "ml", 1, "Updating");
+  ASSERT_TRUE(store_->insert_cluster(read).ok());
+  auto in_service = [](ClusterRow& c) { c.status = "InService"; };
+  ASSERT_TRUE(store_->mutate_cluster(read.id, [](ClusterRow& c) -> Status {
+    c.updated_at += 1;  // UpdateCluster again
+    return {};
+  }));
+  EXPECT_FALSE(controller::transition(*store_, read, in_service, "ClusterInService", "done"));
+  read = *store_->cluster_by_id(read.id);
+  ASSERT_TRUE(store_->mutate_cluster(read.id, [](ClusterRow& c) -> Status {
+    c.status = "Deleting";
+    return {};
+  }));
+  EXPECT_FALSE(controller::transition(*store_, read, in_service, "ClusterInService", "done"));
+  EXPECT_EQ(store_->cluster_by_id(read.id)->status, "Deleting");
+  EXPECT_TRUE(store_->events(read.id).empty());
+  // What the pass did to Slurm is recorded all the same: no status changes with it.
+  EXPECT_TRUE(controller::transition(
+      *store_, read, [](ClusterRow& c) { c.applied_conf_hash = "h1"; }, "SlurmConfigApplied", ""));
+  auto fresh = store_->cluster_by_id(read.id);
+  EXPECT_TRUE(controller::transition(
+      *store_, *fresh, [](ClusterRow& c) { c.status = "Deleted"; }, "ClusterDeleted", ""));
+  EXPECT_EQ(store_->events(read.id).size(), 2u);
 }
 
 TEST_F(StoreTest, InstanceRoundTripsEveryField) {
