@@ -151,6 +151,14 @@ HealthDecision decide_health(const store::InstanceRow& row, const HealthObservat
   }
   if (!action) {
     if (!seen.verdict) {
+      // endured's drain on a node in service with no recovery under way is one whose resume
+      // was lost (slurmctld killed before it saved its state comes back with the drain):
+      // left, the node would never take a job again.
+      if (seen.slurm_node && seen.slurm_node->drained() && !seen.update_under_way &&
+          seen.slurm_node->reason.rfind(kDrainReasonPrefix, 0) == 0) {
+        d.step = HealthStep::kResume;
+        return d;
+      }
       if (row.health != name(Health::kHealthy)) d.step = HealthStep::kMarkHealthy;
       return d;
     }

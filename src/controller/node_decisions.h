@@ -79,6 +79,7 @@ struct HealthObservation {
   std::optional<Verdict> verdict;              // the health monitor's, nullopt: healthy
   bool is_controller = false;                  // runs slurmctld: rebooted, never replaced
   bool recovery_enabled = true;                // the cluster's NodeRecovery is Automatic
+  bool update_under_way = false;  // UpdateClusterSoftware drains nodes in service on purpose
 };
 
 enum class HealthStep {
@@ -87,6 +88,7 @@ enum class HealthStep {
   kWaitForJobs,  // an operator's Action: with jobs on the node (state=fail): text
   kMarkFailure,  // NodeRecovery None: marked Failure and drained, nothing else
   kRecover,      // a recovery is requested: action, reason
+  kResume,       // healthy, but still drained by endured: resumed in Slurm
 };
 
 struct HealthDecision {

@@ -146,7 +146,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
 }
 
 void Reconciler::advance_pending(const store::ClusterRow& cluster,
-                                 const spec::ClusterLayout& layout, const SlurmView& slurm) {
+                                 const spec::ClusterLayout& layout, SlurmView& slurm) {
   PendingObservation seen;
   seen.now = ids::now_seconds();
   for (const auto& r : store_.instances(cluster.id, true)) {
@@ -189,6 +189,10 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
           if (auto s = slurm.client->resume(r.node_name); !s) {
             log::warn("{}: {}", r.node_name, s.error().message);
             break;
+          }
+          // The rest of this pass judges the node by this look at Slurm: resumed, not drained.
+          if (auto n = slurm.nodes.find(r.node_name); n != slurm.nodes.end()) {
+            std::erase(n->second.flags, "DRAIN");
           }
           // Slurm takes a resumed node as not responding until it registers again, which it
           // asks for at its next ping (a second or more): slurmd, told to reconfigure,

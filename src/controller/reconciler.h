@@ -41,7 +41,7 @@ class Reconciler {
   void reconcile_cluster(const store::ClusterRow& cluster);
   void delete_cluster(const store::ClusterRow& cluster);
   void advance_pending(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
-                       const SlurmView& slurm);
+                       SlurmView& slurm);
   void update_cluster_status(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
 
   void fail_cluster(const store::ClusterRow& cluster, const std::string& message);

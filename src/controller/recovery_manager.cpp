@@ -47,12 +47,20 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
   if (!seen.verdict) seen.verdict = silence_.confirm(row, row.node_name == layout.controller_node);
   seen.is_controller = row.node_name == layout.controller_node;
   seen.recovery_enabled = spec.node_recovery != "None";
+  seen.update_under_way = cluster.status == "SystemUpdating";
   HealthDecision d = decide_health(row, seen);
   switch (d.step) {
     case HealthStep::kNothing:
       return;
     case HealthStep::kMarkHealthy:
       (void)transition(store_, row, {}, [](store::InstanceRow& x) { x.health = "Healthy"; });
+      return;
+    case HealthStep::kResume:
+      if (slurm.client &&
+          log::ok(slurm.client->resume(row.node_name), row.node_name + ": resume")) {
+        log::info("{} {}: resumed in Slurm: drained by endured with no recovery under way",
+                  row.node_name, row.instance_id);
+      }
       return;
     case HealthStep::kWaitForJobs:
       (void)transition(store_, row, {{"NodeRecoveryWaiting", d.text}},

@@ -329,6 +329,22 @@ TEST(NodeHealth, AMisspeltActionDoesNothing) {
   EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kNothing);
 }
 
+TEST(NodeHealth, ADrainOfEnduredsOwnWithNoRecoveryIsResumed) {
+  HealthObservation seen;
+  seen.slurm_node = slurm_node("idle", {"DRAIN"}, "endure: crash: every process is gone");
+  EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kResume);
+  // An operator's own drain stays, and so does an update's while the update runs.
+  seen.slurm_node = slurm_node("idle", {"DRAIN"}, "maintenance");
+  EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kNothing);
+  seen.slurm_node = slurm_node("idle", {"DRAIN"}, "endure: software update u-1");
+  seen.update_under_way = true;
+  EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kNothing);
+  // A verdict comes first.
+  seen.update_under_way = false;
+  seen.verdict = Verdict{"xid", "Xid 79"};
+  EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kRecover);
+}
+
 // --- a recovery under way ---
 
 TEST(RecoverySteps, EachStageHasOneNextEffect) {
