@@ -32,7 +32,7 @@ constexpr int kClients = 32;
 constexpr auto kStormLength = 60s;
 // Valid calls that start or stop instances go at most this often across all clients: on
 // 2 cores the cluster must keep up with them for its end state to mean anything.
-constexpr auto kHeavyEvery = 400ms;
+constexpr auto kHeavyEvery = 200ms;
 // The clusters the storm creates and deletes: two names, so two small clusters at most.
 const std::vector<std::string> kStormClusters = {"storm-a", "storm-b"};
 const std::set<std::string> kClusterStatuses = {
@@ -167,7 +167,8 @@ class StormClients {
   std::string summary() const {
     std::string out;
     for (const auto& [key, n] : outcomes_) out += "  " + key + ": " + std::to_string(n) + "\n";
-    return out;
+    return out + "  slowest answer: " + std::to_string(slowest_ / 1ms) + " ms (" + slowest_action_ +
+           ")\n";
   }
 
  private:
@@ -218,6 +219,10 @@ class StormClients {
     std::lock_guard lock(mu_);
     ++calls_;
     ++outcomes_[call.action + " " + code];
+    if (took > slowest_) {
+      slowest_ = took;
+      slowest_action_ = call.action;
+    }
     if (!problem.empty() && violations_.size() < 20) {
       violations_.push_back(problem + ": " + call.action + " " + call.body.dump() + " -> " +
                             (r ? r->dump() : code + ": " + r.error().message));
@@ -414,7 +419,17 @@ class StormClients {
     if (!known.empty() && heavy_.take()) {
       json ids = json::array({pick(rng, known).id});
       if (chance(rng, 0.3)) ids.push_back(pick(rng, known).id);
-      return {action, {{"ClusterName", cluster}, {"NodeIds", ids}}, true};
+      Call call{action, {{"ClusterName", cluster}, {"NodeIds", ids}}, true};
+      // An id refused is refused for what it is, whatever else is under way.
+      call.check_reply = [](const json& reply) -> std::string {
+        static const std::set<std::string> codes = {
+            "InstanceIdNotFound", "ControllerNodeNotReplaceable", "InvalidInstanceStatus"};
+        for (const auto& f : reply["Failed"]) {
+          if (!codes.count(f["Code"].get<std::string>())) return "refused an id as " + f.dump();
+        }
+        return "";
+      };
+      return call;
     }
     json body = {{"ClusterName", cluster}};
     switch (below(rng, 6)) {
@@ -565,6 +580,8 @@ class StormClients {
   std::map<std::string, long> outcomes_;                 // "Action code" -> calls
   std::vector<std::string> violations_;
   long calls_ = 0;
+  Clock::duration slowest_{};
+  std::string slowest_action_;
 };
 
 // The pid namespaces of every instance under a home, looked at every half second while the
@@ -716,11 +733,34 @@ class Storm : public ClusterFixture {
     }
     // A deleted cluster has no live instance left.
     auto leaked = db.rows(
-        "SELECT c.name, i.node_name, i.instance_id, i.status FROM instances i "
-        "JOIN clusters c ON c.id = i.cluster_id WHERE c.status = 'Deleted' AND i.terminated_at = "
-        "0");
+        "SELECT c.name, i.node_name, i.instance_id, i.status FROM instances i JOIN clusters c "
+        "ON c.id = i.cluster_id WHERE c.status = 'Deleted' AND i.terminated_at = 0");
     EXPECT_TRUE(leaked.empty()) << leaked.size() << " live instances of deleted clusters, first "
                                 << (leaked.empty() ? "" : leaked[0][0] + " " + leaked[0][1]);
+    // A state and its event are one transaction, SIGKILL or not: every instance was launched
+    // once, and one that ended ended once; every cluster was created once, and one deleted
+    // was deleted once.
+    auto events_off = db.rows(
+        "SELECT i.node_name, i.instance_id, i.terminated_at > 0, "
+        "  sum(e.type = 'InstanceLaunching'), "
+        "  sum(e.type IN ('InstanceTerminated', 'InstanceFailed', 'WarmSpareLost')) "
+        "FROM instances i LEFT JOIN events e ON e.instance_id = i.instance_id "
+        "GROUP BY i.instance_id HAVING sum(e.type = 'InstanceLaunching') IS NOT 1 "
+        "  OR sum(e.type IN ('InstanceTerminated', 'InstanceFailed', 'WarmSpareLost')) "
+        "     IS NOT (i.terminated_at > 0)");
+    for (const auto& row : events_off) {
+      ADD_FAILURE() << row[0] << " " << row[1] << (row[2] == "1" ? " (ended)" : " (live)") << ": "
+                    << row[3] << " InstanceLaunching, " << row[4] << " end events";
+    }
+    auto clusters_off = db.rows(
+        "SELECT c.name, c.status, sum(e.type = 'ClusterCreating'), sum(e.type = 'ClusterDeleted') "
+        "FROM clusters c LEFT JOIN events e ON e.cluster_id = c.id GROUP BY c.id "
+        "HAVING sum(e.type = 'ClusterCreating') IS NOT 1 "
+        "  OR sum(e.type = 'ClusterDeleted') IS NOT (c.status = 'Deleted')");
+    for (const auto& row : clusters_off) {
+      ADD_FAILURE() << "cluster " << row[0] << " (" << row[1] << "): " << row[2]
+                    << " ClusterCreating, " << row[3] << " ClusterDeleted";
+    }
   }
 
   // Deletes every cluster but `keep` and waits until they are gone.
