@@ -153,9 +153,12 @@ HealthDecision decide_health(const store::InstanceRow& row, const HealthObservat
     if (!seen.verdict) {
       // endured's drain on a node in service with no recovery under way is one whose resume
       // was lost (slurmctld killed before it saved its state comes back with the drain):
-      // left, the node would never take a job again.
-      if (seen.slurm_node && seen.slurm_node->drained() && !seen.update_under_way &&
-          seen.slurm_node->reason.rfind(kDrainReasonPrefix, 0) == 0) {
+      // left, the node would never take a job again. Slurm refuses to resume a node it has
+      // not heard from since it started, so that waits for its slurmd to register.
+      const auto& node = seen.slurm_node;
+      if (node && node->drained() && !seen.update_under_way &&
+          node->reason.rfind(kDrainReasonPrefix, 0) == 0 && node->state != "unknown" &&
+          !node->has_flag("NOT_RESPONDING")) {
         d.step = HealthStep::kResume;
         return d;
       }

@@ -333,6 +333,14 @@ TEST(NodeHealth, ADrainOfEnduredsOwnWithNoRecoveryIsResumed) {
   HealthObservation seen;
   seen.slurm_node = slurm_node("idle", {"DRAIN"}, "endure: crash: every process is gone");
   EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kResume);
+  seen.slurm_node = slurm_node("down", {"DRAIN"}, "endure: crash: every process is gone");
+  EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kResume);
+  // Not before its slurmd registers with a restarted slurmctld: Slurm would refuse it.
+  seen.slurm_node = slurm_node("unknown", {"DRAIN"}, "endure: crash: every process is gone");
+  EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kNothing);
+  seen.slurm_node =
+      slurm_node("idle", {"DRAIN", "NOT_RESPONDING"}, "endure: crash: every process is gone");
+  EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kNothing);
   // An operator's own drain stays, and so does an update's while the update runs.
   seen.slurm_node = slurm_node("idle", {"DRAIN"}, "maintenance");
   EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kNothing);
