@@ -3,8 +3,6 @@
 // could not forge one) and written beside a real shard in a node-local tier's step; the
 // step is committed from it, verified and restored. The raw input is also unsealed as it
 // is, as a damaged file would be.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +12,7 @@
 #include <string>
 
 #include "endure/checkpoint.h"
+#include "scratch_folder.h"
 #include "train/ckpt/format.h"
 #include "train/ckpt/tiers.h"
 
@@ -21,23 +20,16 @@ namespace {
 
 namespace ckpt = endure::ckpt;
 
-std::filesystem::path root;  // removed when the fuzzer exits
-void remove_root() {
-  std::error_code ec;
-  std::filesystem::remove_all(root, ec);
-}
-
 // A checkpointer whose local tier holds step 1 with one valid 116-byte shard, made once.
 struct Tier {
   std::unique_ptr<ckpt::Checkpointer> checkpointer;
   std::filesystem::path step;
+  std::string owner;  // the shared folder, as the tier's manifests name it
 };
 
 const Tier& tier() {
   static const Tier t = [] {
-    char templ[] = "/tmp/endure-fuzz-desc-XXXXXX";
-    root = ::mkdtemp(templ);
-    std::atexit(remove_root);
+    const auto& root = endure::fuzz::scratch_folder("desc");
     ckpt::Options o;
     o.dir = root / "shared";
     o.local_dir = root / "local";
@@ -47,7 +39,7 @@ const Tier& tier() {
     std::filesystem::create_directories(step);
     std::ofstream(step / ckpt::shard_name(0), std::ios::binary)
         << ckpt::shard_header(0) + std::string(100, 'x');
-    return Tier{std::move(*opened), step};
+    return Tier{std::move(*opened), step, ckpt::owner_of(o)};
   }();
   return t;
 }
@@ -63,10 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::error_code ec;
   std::filesystem::remove(t.step / ckpt::kManifestName, ec);
   std::ofstream(t.step / ckpt::descriptor_name(0), std::ios::trunc) << ckpt::seal(body).dump();
-  ckpt::Options o;
-  o.dir = root / "shared";
-  o.local_dir = root / "local";
-  if (!ckpt::commit_if_complete(t.step, 1, 1, endure::json::object(), ckpt::owner_of(o))) return 0;
+  if (!ckpt::commit_if_complete(t.step, 1, 1, endure::json::object(), t.owner)) return 0;
   (void)ckpt::verify_checkpoint(t.step);
   (void)t.checkpointer->load(1);
   (void)t.checkpointer->list();

@@ -2,33 +2,22 @@
 // here with its checksum (the fuzzer could not forge one) and written beside a real shard,
 // then the step is verified: every field the manifest names is checked against the shard.
 // The raw input is also unsealed as it is, as a damaged file would be.
-#include <unistd.h>
-
 #include <cstddef>
-#include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "endure/checkpoint.h"
+#include "scratch_folder.h"
 #include "train/ckpt/format.h"
 
 namespace {
 
-std::filesystem::path root;  // removed when the fuzzer exits
-void remove_root() {
-  std::error_code ec;
-  std::filesystem::remove_all(root, ec);
-}
-
 // A folder holding step 1 with one valid 116-byte shard, made once per process.
 const std::filesystem::path& step_folder() {
   static const std::filesystem::path dir = [] {
-    char templ[] = "/tmp/endure-fuzz-ckpt-XXXXXX";
-    root = ::mkdtemp(templ);
-    std::atexit(remove_root);
-    auto step = endure::ckpt::step_dir(root, 1);
+    auto step = endure::ckpt::step_dir(endure::fuzz::scratch_folder("ckpt"), 1);
     std::filesystem::create_directories(step);
     std::string shard = endure::ckpt::shard_header(0) + std::string(100, 'x');
     std::ofstream(step / endure::ckpt::shard_name(0), std::ios::binary) << shard;

@@ -3,8 +3,6 @@
 // bytes after the header split into two buffers; the rest is the file. The manifest that
 // describes it is written here (a damaged shard, not a damaged manifest, is the case), then
 // the step is verified and restored.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -14,18 +12,13 @@
 #include <string>
 
 #include "endure/checkpoint.h"
+#include "scratch_folder.h"
 #include "train/ckpt/format.h"
 
 namespace {
 
 namespace ckpt = endure::ckpt;
 using endure::json;
-
-std::filesystem::path root;  // removed when the fuzzer exits
-void remove_root() {
-  std::error_code ec;
-  std::filesystem::remove_all(root, ec);
-}
 
 struct Tier {
   std::unique_ptr<ckpt::Checkpointer> checkpointer;
@@ -35,9 +28,7 @@ struct Tier {
 // A checkpointer whose shared folder holds step 1, made once per process.
 const Tier& tier() {
   static const Tier t = [] {
-    char templ[] = "/tmp/endure-fuzz-shard-XXXXXX";
-    root = ::mkdtemp(templ);
-    std::atexit(remove_root);
+    const auto& root = endure::fuzz::scratch_folder("shard");
     ckpt::Options o;
     o.dir = root;
     auto opened = ckpt::Checkpointer::open(o);

@@ -4,39 +4,21 @@
 // after a NUL byte, when there is one, the bytes of train-00000.bin (else a valid shard of
 // 64 tokens). A loader that opens is asked for a few batches and to restore a position.
 // The raw input is also unsealed as it is, as a damaged index would be.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "endure/data.h"
+#include "scratch_folder.h"
 #include "train/data/shard_format.h"
 
 namespace {
 
 namespace data = endure::data;
 using endure::json;
-
-std::filesystem::path root;  // removed when the fuzzer exits
-void remove_root() {
-  std::error_code ec;
-  std::filesystem::remove_all(root, ec);
-}
-
-const std::filesystem::path& folder() {
-  static const std::filesystem::path dir = [] {
-    char templ[] = "/tmp/endure-fuzz-tokens-XXXXXX";
-    root = ::mkdtemp(templ);
-    std::atexit(remove_root);
-    return root;
-  }();
-  return dir;
-}
 
 // 64 tokens of a 300-token vocabulary, 2 bytes each.
 std::string valid_shard() {
@@ -63,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   auto index = json::parse(index_text, nullptr, false);
   if (index.is_discarded() || !index.is_object()) return 0;
 
-  const auto& dir = folder();
+  const auto& dir = endure::fuzz::scratch_folder("tokens");
   std::ofstream(dir / data::kIndexName, std::ios::trunc) << data::seal_index(index).dump();
   std::ofstream(dir / data::shard_name("train", 0), std::ios::binary | std::ios::trunc) << shard;
 

@@ -193,7 +193,8 @@ TEST(FuzzRegression, SoftwareUpdateBatchTypeOfAnotherTypeIsRefused) {
 
 // A temporary folder for the data readers' files. open() makes it a data folder of one
 // train shard (the header given, then `tokens` 2-byte ids) and an index naming it, with the
-// index's fields overridden by `index_fields`, and opens a loader on it.
+// index's fields overridden by `index_fields`, and opens a loader on it; second_document()
+// reads a JSONL file written there.
 class FuzzRegressionData : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -221,6 +222,15 @@ class FuzzRegressionData : public ::testing::Test {
     o.dir = dir_;
     o.verify_checksums = false;
     return data::TokenLoader::open(o);
+  }
+
+  // Reads the JSONL file at path up to its second document (the first must read).
+  static Result<bool> second_document(const std::filesystem::path& path) {
+    auto reader = data::JsonlReader::open(path);
+    if (!reader.ok()) return reader.error();
+    data::Document doc;
+    if (auto first = (*reader)->next(&doc); !first.ok()) return first.error();
+    return (*reader)->next(&doc);
   }
 
   std::filesystem::path dir_;
@@ -257,11 +267,7 @@ TEST_F(FuzzRegressionData, IndexCountOfAnotherKindIsRefused) {
 TEST_F(FuzzRegressionData, JsonlNumberBeyondADoubleNamesTheLine) {
   const auto path = dir_ / "a.jsonl";
   std::ofstream(path) << "{\"text\": \"fine\"}\n{\"text\": \"a\", \"n\": 1E400}\n";
-  auto reader = data::JsonlReader::open(path);
-  ASSERT_TRUE(reader.ok()) << reader.error().message;
-  data::Document doc;
-  ASSERT_TRUE((*reader)->next(&doc).ok());
-  auto second = (*reader)->next(&doc);
+  auto second = second_document(path);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.error().code, "ValidationException");
   EXPECT_TRUE(mentions(second.error(), "a.jsonl:2: not valid JSON (number overflow"))
@@ -273,11 +279,7 @@ TEST_F(FuzzRegressionData, JsonlNumberBeyondADoubleNamesTheLine) {
 TEST_F(FuzzRegressionData, JsonlLineBeyondTheLimitIsRefused) {
   const auto path = dir_ / "long.jsonl";
   std::ofstream(path) << "{\"text\": \"fine\"}\n" << std::string((size_t{64} << 20) + 1, 'a');
-  auto reader = data::JsonlReader::open(path);
-  ASSERT_TRUE(reader.ok()) << reader.error().message;
-  data::Document doc;
-  ASSERT_TRUE((*reader)->next(&doc).ok());
-  auto second = (*reader)->next(&doc);
+  auto second = second_document(path);
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.error().code, "ValidationException");
   EXPECT_TRUE(mentions(second.error(), "long.jsonl:2: a line must be at most 64 MiB"))
