@@ -29,4 +29,8 @@ std::string tail_lines(const std::filesystem::path& path, int n);
 // fsyncs a folder so that a rename or create inside it is durable.
 Status sync_dir(const std::filesystem::path& dir);
 
+// A name a file written by another party may give for a file beside it: non-empty, no '/',
+// not "." or "..", so that joined to its folder it stays in that folder.
+bool is_plain_file_name(const std::string& name);
+
 }  // namespace endure::fs

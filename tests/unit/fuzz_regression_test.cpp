@@ -18,6 +18,7 @@
 #include "controller/software_update_plan.h"
 #include "endure/data.h"
 #include "slurm/slurm_client.h"
+#include "train/ckpt/format.h"
 #include "train/data/shard_format.h"
 
 namespace endure {
@@ -293,6 +294,32 @@ TEST(FuzzRegression, IndexMagicOfAnotherTypeIsNotAnIndex) {
     auto read = data::unseal_index(data::seal_index(index).dump(), "index.json");
     ASSERT_FALSE(read.ok()) << index.dump();
     EXPECT_TRUE(mentions(read.error(), "not an endure-data index")) << read.error().message;
+  }
+}
+
+// A data index's shard named outside its folder ("../x", "/etc/passwd") was opened there.
+TEST_F(FuzzRegressionData, ShardOutsideTheFolderIsRefused) {
+  for (const char* file : {"../train-00000.bin", "/etc/passwd", "..", ""}) {
+    json fields = {{"splits", {{"train", {{"shards", {{{"file", file}, {"tokens", 64}}}}}}}}};
+    auto loader = open({2, 64, 300}, 64, fields, 64);
+    ASSERT_FALSE(loader.ok()) << file;
+    EXPECT_EQ(loader.error().code, "CorruptData");
+    EXPECT_TRUE(mentions(loader.error(), "must name a file in the data folder"))
+        << loader.error().message;
+  }
+}
+
+// A checkpoint manifest's or descriptor's shard named outside its step's folder was read there.
+TEST(FuzzRegression, CheckpointShardOutsideTheStepIsRefused) {
+  for (const char* file : {"../step-000000000001/rank-00000.shard", "/etc/passwd", "."}) {
+    json manifest = {{"step", 2}, {"shards", {{{"rank", 0}, {"file", file}}}}};
+    auto read = ckpt::unseal(ckpt::seal(manifest).dump(), "manifest.json");
+    ASSERT_FALSE(read.ok()) << file;
+    EXPECT_TRUE(mentions(read.error(), "must name a file in the step's folder"))
+        << read.error().message;
+    json descriptor = {{"rank", 0}, {"file", file}};
+    read = ckpt::unseal(ckpt::seal(descriptor).dump(), "rank-00000.json");
+    ASSERT_FALSE(read.ok()) << file;
   }
 }
 

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "common/fs.h"
+
 namespace endure::ckpt {
 
 std::filesystem::path step_dir(const std::filesystem::path& dir, int64_t step) {
@@ -85,6 +87,9 @@ std::string wrong_shard_field(const json& s) {
   if (!s.is_object()) return "a shard's description is not an object";
   auto e = wrong_field(s, {{"rank", is_integer}, {"file", is_string}, {"size", is_count},
                            {"chunk_bytes", is_count}, {"chunks", is_strings}, {"buffers", is_array}});
+  if (e.empty() && s.contains("file") && !fs::is_plain_file_name(s["file"].get<std::string>())) {
+    e = "\"file\" must name a file in the step's folder (no '/', not . or ..)";
+  }
   if (!e.empty() || !s.contains("buffers")) return e;
   for (const auto& b : s["buffers"]) {
     if (!b.is_object()) return "a buffer's description is not an object";

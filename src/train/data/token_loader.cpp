@@ -160,6 +160,11 @@ Result<std::unique_ptr<TokenLoader>> TokenLoader::open(const LoaderOptions& o) {
     const json& shards = index->at("splits").at(o.split).at("shards");
     for (const auto& entry : shards) {
       std::string file = entry.at("file").get<std::string>();
+      if (!fs::is_plain_file_name(file)) {
+        return make_error("CorruptData",
+                          index_path.string() + ": shard \"" + file +
+                              "\": must name a file in the data folder (no '/', not . or ..)");
+      }
       auto counted = index_count(entry, "tokens", 0, std::numeric_limits<uint64_t>::max(),
                                  index_path.string() + ": " + file);
       if (!counted.ok()) return counted.error();
