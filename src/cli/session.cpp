@@ -69,7 +69,7 @@ Result<json> load_json_arg(const std::string& flag, const std::string& arg) {
   }
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for 1E400
     if (source == "the value" && std::filesystem::exists(arg)) {
       return usage(flag + ": '" + arg + "' is not JSON; to read that file write file://" + arg);
     }
