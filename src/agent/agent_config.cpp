@@ -47,8 +47,7 @@ Result<AgentConfig> AgentConfig::from_json(const json& j) {
   // number beyond an int is refused, not converted).
   std::optional<std::string> error;
   auto optional = [&](const char* key, auto& out) {
-    auto it = j.find(key);
-    if (!error && it != j.end()) error = api::codec::decode(*it, key, out);
+    if (!error) error = api::codec::decode_if_present(j, key, out);
   };
   optional("CaFile", c.ca_file);
   optional("PartitionName", c.partition);

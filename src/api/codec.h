@@ -98,6 +98,16 @@ std::optional<std::string> decode(const json& value, const std::string& path, T&
   return std::nullopt;
 }
 
+// Reads in[key] into out when present; absent, out keeps what it holds (its default). On
+// failure "<where>.<key>: <rule>" ("<key>: <rule>" without where).
+template <class T>
+std::optional<std::string> decode_if_present(const json& in, const char* key, T& out,
+                                             const std::string& where = "") {
+  auto it = in.find(key);
+  if (it == in.end()) return std::nullopt;
+  return decode(*it, where.empty() ? std::string(key) : where + "." + key, out);
+}
+
 class Writer {
  public:
   explicit Writer(json& out) : out_(out) {}

@@ -8,15 +8,6 @@
 #include "common/fs.h"
 
 namespace endure::autoresume {
-namespace {
-
-template <class T>
-std::optional<std::string> optional_field(const json& j, const char* key, T& out) {
-  auto it = j.find(key);
-  return it == j.end() ? std::nullopt : api::codec::decode(*it, key, out);
-}
-
-}  // namespace
 
 Result<SupervisorConfig> SupervisorConfig::from_json(const json& j) {
   SupervisorConfig c;
@@ -30,8 +21,9 @@ Result<SupervisorConfig> SupervisorConfig::from_json(const json& j) {
   c.cluster_name = j["ClusterName"];
   c.token = j["Token"];
   // Absent, they keep their defaults; present, they must have their type.
-  for (auto error :
-       {optional_field(j, "CaFile", c.ca_file), optional_field(j, "MaxResumes", c.max_resumes)}) {
+  using api::codec::decode_if_present;
+  for (auto error : {decode_if_present(j, "CaFile", c.ca_file),
+                     decode_if_present(j, "MaxResumes", c.max_resumes)}) {
     if (error) return make_error("InvalidConfig", "auto_resume.json: " + *error);
   }
   return c;

@@ -25,13 +25,6 @@ Result<long long> job_id_of(const json& request) {
   return request["JobId"].get<long long>();
 }
 
-// Reads request[key] into out when present, or says which rule it breaks.
-template <class T>
-std::optional<std::string> optional_field(const json& request, const char* key, T& out) {
-  auto it = request.find(key);
-  return it == request.end() ? std::nullopt : api::codec::decode(*it, key, out);
-}
-
 bool job_ended(const std::string& state) {
   return state != "PENDING" && state != "RUNNING" && state != "CONFIGURING" &&
          state != "REQUEUED" && state != "REQUEUE_HOLD" && state != "REQUEUE_FED" &&
@@ -137,8 +130,8 @@ Result<StepFailure> read_step_failed(const json& request) {
   f.step_start = request["StepStartTime"].get<double>();
   f.failed_at = request["FailedAt"].get<double>();
   // Optional, with their types (an older supervisor sends no Resumes).
-  for (auto error : {optional_field(request, "Resumes", f.resumes),
-                     optional_field(request, "Succeeded", f.succeeded)}) {
+  for (auto error : {api::codec::decode_if_present(request, "Resumes", f.resumes),
+                     api::codec::decode_if_present(request, "Succeeded", f.succeeded)}) {
     if (error) return validation(*error);
   }
   f.exit_status = request.contains("ExitStatus") ? request["ExitStatus"].dump() : "?";

@@ -40,9 +40,7 @@ Result<const json*> entries(const json& doc, const std::string& command, const c
 // naming the entry's field and the type it must have.
 template <class T>
 Status field(const json& entry, const char* key, const std::string& where, T& out) {
-  auto it = entry.find(key);
-  if (it == entry.end()) return {};
-  if (auto e = api::codec::decode(*it, where + "." + key, out)) return make_error("SlurmError", *e);
+  if (auto e = api::codec::decode_if_present(entry, key, out, where)) return make_error("SlurmError", *e);
   return {};
 }
 
