@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git lintian
   clang libclang-rt-14-dev llvm
   libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev
   libsqlite3-dev sqlite3 libssl-dev zlib1g-dev libbrotli-dev
@@ -42,6 +42,15 @@ fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
 cmake --build build -j"$(nproc)"
+# The CLI and the trainer's programs on the PATH, as the README types them: links in
+# /usr/local/bin to this build (so they follow every rebuild), and endure's bash completion.
+# (`cmake --install build` or the package of scripts/package.sh install copies instead.)
+for program in endure endure-train endure-data; do
+  ln -sfn "$PWD/build/bin/$program" "/usr/local/bin/$program"
+done
+mkdir -p /etc/bash_completion.d
+ln -sfn "$PWD/build/share/bash-completion/endure" /etc/bash_completion.d/endure
 echo "setup: built build/bin/endure, build/bin/endured, build/bin/endure-agent," \
   "build/bin/endure-auto-resume, build/lib/auto_resume.so, build/bin/endure-data and" \
-  "build/bin/endure-train"
+  "build/bin/endure-train; endure, endure-train and endure-data are on the PATH" \
+  "(/usr/local/bin)"

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include "agent/swap_in.h"
 #include "api/messages.h"
 #include "api/node_contract.h"
+#include "common/command_line.h"
 #include "common/fs.h"
 #include "common/http_client.h"
 #include "common/ids.h"
@@ -61,16 +63,6 @@ void report_faults(agent::Reporter& reporter,
   std::vector<api::LoggedFinding> logged;
   for (const auto& [record, f] : found) logged.push_back({record, f.kind, f.check, f.detail});
   reporter.report_logged(std::move(logged));
-}
-
-int usage() {
-  std::fprintf(stderr,
-               "usage: endure-agent [--config PATH] [--restarted]   (--restarted: again in the "
-               "same boot)\n"
-               "       endure-agent --local-boot BOOT_JSON   (pid 1 of a local instance)\n"
-               "       endure-agent [--config PATH] --swap-in NODE_NAME --partition P   (a warm "
-               "spare takes a replaced worker's Slurm name)\n");
-  return 2;
 }
 
 // The agent proper; restarted: its init started it again in the same boot (the lifecycle
@@ -223,26 +215,30 @@ int main(int argc, char** argv) {
   std::string config_path = node::kAgentConfigPath;
   std::string boot_path;
   bool restarted = false;
-  std::optional<std::string> swap_in_name;
-  std::string partition;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--local-boot" && i + 1 < argc)
-      boot_path = argv[++i];
-    else if (arg == "--swap-in" && i + 1 < argc)
-      swap_in_name = argv[++i];
-    else if (arg == "--partition" && i + 1 < argc)
-      partition = argv[++i];
-    else if (arg == "--config" && i + 1 < argc)
-      config_path = argv[++i];
-    else if (arg == "--restarted")
-      restarted = true;
-    else
-      return usage();
-  }
+  std::string swap_in_name, partition;
+  CLI::App app{
+      "endure-agent: one per node; runs its lifecycle scripts and health checks, and "
+      "heartbeats to endured"};
+  app.name("endure-agent");
+  app.add_option("--config", config_path,
+                 "the node's agent settings, JSON, written by endured when it makes the node")
+      ->capture_default_str();
+  app.add_flag("--restarted", restarted,
+               "started again in the same boot by its service: the lifecycle's outcome stands "
+               "and no daemon is started again");
+  auto* boot = app.add_option("--local-boot", boot_path,
+                              "boot a local instance from this file, as its pid 1, then run the "
+                              "agent under its init (endured's local provider starts it so)");
+  auto* swap = app.add_option("--swap-in", swap_in_name,
+                              "as a warm spare: take this replaced node's Slurm name, then exit");
+  app.add_option("--partition", partition,
+                 "with --swap-in: the Slurm partition the node joins under its new name")
+      ->needs(swap);
+  boot->excludes(swap);
+  if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
   spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [agent] %v");
-  if (swap_in_name) {
-    if (auto s = agent::swap_in(config_path, *swap_in_name, partition); !s) {
+  if (swap->count() > 0) {
+    if (auto s = agent::swap_in(config_path, swap_in_name, partition); !s) {
       std::fprintf(stderr, "swap-in: %s\n", s.error().message.c_str());
       return 1;
     }

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "api/wire.h"
+#include "cli/home.h"
 #include "cli/table.h"
 #include "common/fs.h"
 
@@ -33,12 +34,6 @@ std::string trim(const std::string& text) {
 std::string env(const char* name) {
   const char* value = std::getenv(name);
   return value ? value : "";
-}
-
-std::filesystem::path endure_home() {
-  if (std::string home = env("ENDURE_HOME"); !home.empty()) return home;
-  std::string home = env("HOME");
-  return std::filesystem::path(home.empty() ? "/root" : home) / ".endure";
 }
 
 }  // namespace

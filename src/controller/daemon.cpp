@@ -17,15 +17,19 @@
 
 namespace endure::controller {
 
-Result<Config> open_home(const std::filesystem::path& home, int port) {
+Result<Config> open_home(const std::filesystem::path& home, int port,
+                         const std::filesystem::path& config_file) {
   Config config;
   if (auto s = fs::make_dirs(home, 0700); !s) return s.error();
   config.home = std::filesystem::canonical(home);
   for (const auto& dir : {config.clusters_dir(), config.secrets_dir()}) {
     if (auto s = fs::make_dirs(dir, 0700); !s) return s.error();
   }
-  if (auto text = fs::read_file(config.home / "config.json"); text) {
+  auto file = config_file.empty() ? config.home / "config.json" : config_file;
+  if (auto text = fs::read_file(file); text) {
     if (auto s = config.apply_json(json::parse(*text, nullptr, false)); !s) return s.error();
+  } else if (text.error().code != "NotFound") {
+    return text.error();
   }
   if (port) config.port = port;
   return config;

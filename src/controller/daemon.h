@@ -16,8 +16,10 @@
 namespace endure::controller {
 
 // The settings of the state folder home (made if missing, with its clusters and secrets
-// folders): its config.json over the defaults, then port when not 0. A bad config.json is a ValidationException naming it.
-Result<Config> open_home(const std::filesystem::path& home, int port);
+// folders): config_file (default home/config.json; absent: the defaults) over the defaults,
+// then port when not 0. A bad config file is a ValidationException naming it.
+Result<Config> open_home(const std::filesystem::path& home, int port,
+                         const std::filesystem::path& config_file = {});
 
 // The operator token: made once, mode 0600, kept across restarts.
 Result<std::string> load_or_create_token(const std::filesystem::path& path);

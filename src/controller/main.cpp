@@ -1,5 +1,6 @@
-// endured: the controller. Runs in the foreground (a daemon manager may supervise it);
-// state, token and endpoint live under $ENDURE_HOME (default ~/.endure).
+// endured: the controller. Runs in the foreground (a daemon manager may supervise it; the
+// system service is packaging/systemd/endured.service); state, token and endpoint live under
+// --home (default $ENDURE_HOME, else ~/.endure).
 #include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "api/wire.h"
 #include "common/command_line.h"
 #include "common/log.h"
+#include "common/system_paths.h"
 #include "controller/config.h"
 #include "controller/daemon.h"
 #include "provider/routed_provider.h"
@@ -28,17 +30,36 @@ std::filesystem::path default_home() {
   return std::filesystem::path(home && *home ? home : "/root") / ".endure";
 }
 
+// Where endure-agent, endure-fsx and endure-auto-resume are (bin/) and srun's plugin (lib/
+// beside it): installed, under the prefix's lib/endure/node; built, beside endured.
+std::filesystem::path node_software_bin(const std::filesystem::path& endured_dir) {
+  auto installed = endured_dir / kInstalledNodeBin;
+  if (std::filesystem::exists(installed / "endure-agent")) {
+    return std::filesystem::canonical(installed);
+  }
+  return endured_dir;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"endured: the endure cluster controller"};
   app.name("endured");
-  std::string home;
+  std::string home, config_file;
   int port = 0;
-  app.add_option("--home", home, "state folder (default $ENDURE_HOME or ~/.endure)");
-  app.add_option("--port", port, "HTTP port on 127.0.0.1 (default 7117, or config.json Port)")
+  app.add_option("--home", home,
+                 fmt::format("state folder: the database, token, endpoint and cluster files "
+                             "(default: $ENDURE_HOME, else ~/.endure; the system service: {})",
+                             kSystemHome));
+  app.add_option("--config", config_file,
+                 fmt::format("settings file, JSON (default: HOME/config.json; the system "
+                             "service: {}); a missing file means every default",
+                             kSystemConfigFile));
+  app.add_option("--port", port,
+                 "TCP port endured serves on at 127.0.0.1, 1-65535 (default: config.json's "
+                 "Port, else 7117)")
       ->check(CLI::Range(1, 65535));
-  std::string footer = "Settings in $ENDURE_HOME/config.json (name: default, what it does):";
+  std::string footer = "Settings in config.json (name: default, what it does):";
   for (const auto& s : controller::settings()) {
     footer += fmt::format("\n  {}: {:g}, {}", s.name, s.default_value, s.doc);
   }
@@ -46,17 +67,18 @@ int main(int argc, char** argv) {
   if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
   spdlog::set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [endured] [%l] %v");
 
-  auto opened =
-      controller::open_home(home.empty() ? default_home() : std::filesystem::path(home), port);
+  auto opened = controller::open_home(home.empty() ? default_home() : std::filesystem::path(home),
+                                      port, config_file);
   if (!opened) {
     log::error("{}", opened.error().message);
     return opened.error().code == api::kValidationException ? 2 : 1;
   }
   controller::Config config = std::move(*opened);
-  config.bin_dir = std::filesystem::canonical("/proc/self/exe").parent_path();
+  config.bin_dir = node_software_bin(std::filesystem::canonical("/proc/self/exe").parent_path());
   auto agent_path = config.bin_dir / "endure-agent";
   if (!std::filesystem::exists(agent_path)) {
-    log::error("{} not found: endure-agent must sit beside endured", agent_path.string());
+    log::error("{} not found: endure-agent must sit beside endured (or, installed, in {})",
+               agent_path.string(), kInstalledNodeBin);
     return 1;
   }
   if (geteuid() != 0) {

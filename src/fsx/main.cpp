@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <exception>
 #include <filesystem>
 #include <optional>
@@ -18,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "common/command_line.h"
 #include "common/fs.h"
 #include "common/log.h"
 #include "fsx/passthrough.h"
@@ -25,9 +27,6 @@
 namespace {
 
 namespace sfs = std::filesystem;
-
-constexpr const char* kUsage =
-    "usage: endure-fsx BACKING_DIR MOUNTPOINT [--pid-file PATH] [--foreground]\n";
 
 struct Args {
   std::string backing;     // canonical
@@ -44,28 +43,12 @@ bool is_dir(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// Parses and checks the command line; every complaint names the argument and the rule.
-std::variant<Args, ArgError> parse_args(int argc, char** argv) {
+// Checks the command line's values; every complaint names the argument and the rule.
+std::variant<Args, ArgError> check_args(const std::vector<std::string>& positional,
+                                        bool pid_file_given, const std::string& pid_file) {
   Args a;
-  std::vector<std::string> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--foreground" || arg == "-f") continue;
-    if (arg == "--help" || arg == "-h") return ArgError{"help"};
-    if (arg == "--pid-file") {
-      if (i + 1 >= argc) return ArgError{"--pid-file needs a PATH"};
-      a.pid_file = argv[++i];
-      if (a.pid_file.empty()) return ArgError{"--pid-file needs a PATH"};
-      continue;
-    }
-    if (arg.rfind("--pid-file=", 0) == 0) {
-      a.pid_file = arg.substr(11);
-      if (a.pid_file.empty()) return ArgError{"--pid-file needs a PATH"};
-      continue;
-    }
-    if (!arg.empty() && arg[0] == '-') return ArgError{"unknown option " + arg};
-    positional.push_back(arg);
-  }
+  a.pid_file = pid_file;
+  if (pid_file_given && a.pid_file.empty()) return ArgError{"--pid-file needs a PATH"};
   if (positional.size() != 2) return ArgError{"expected BACKING_DIR and MOUNTPOINT"};
   if (!is_dir(positional[0])) return ArgError{"BACKING_DIR " + positional[0] + " is not a folder"};
   if (!is_dir(positional[1])) return ArgError{"MOUNTPOINT " + positional[1] + " is not a folder"};
@@ -175,17 +158,33 @@ int serve(const Args& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  CLI::App app{"endure-fsx: a node's /fsx, a FUSE passthrough to the cluster's shared folder"};
+  app.name("endure-fsx");
+  std::vector<std::string> positional(2);
+  std::string pid_file;
+  bool foreground = false;
+  app.add_option("BACKING_DIR", positional[0],
+                 "the cluster's shared folder that this node's /fsx shows")
+      ->required();
+  app.add_option("MOUNTPOINT", positional[1],
+                 "where to mount it (a node's /fsx): a folder, not inside BACKING_DIR")
+      ->required();
+  auto* pid = app.add_option("--pid-file", pid_file,
+                             "write endure-fsx's pid to this file while it serves (default: none)");
+  app.add_flag("-f,--foreground", foreground,
+               "accepted so command lines can say so: endure-fsx always runs in the foreground "
+               "(the node's agent supervises it)");
+  app.footer(
+      "Must run as root. Exit status: 0 after a clean unmount (SIGTERM, SIGINT, SIGHUP or "
+      "an outside umount), 1 when mounting or serving fails, 2 on bad arguments.");
+  if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
   try {
-    auto parsed = parse_args(argc, argv);
-    if (auto* err = std::get_if<ArgError>(&parsed)) {
-      if (err->message == "help") {
-        fputs(kUsage, stdout);
-        return 0;
-      }
-      fprintf(stderr, "endure-fsx: %s\n%s", err->message.c_str(), kUsage);
-      return 2;
+    auto checked = check_args(positional, pid->count() > 0, pid_file);
+    if (auto* err = std::get_if<ArgError>(&checked)) {
+      fprintf(stderr, "endure-fsx: %s (see 'endure-fsx --help')\n", err->message.c_str());
+      return endure::kExitUsage;
     }
-    return serve(std::get<Args>(parsed));
+    return serve(std::get<Args>(checked));
   } catch (const std::exception& e) {
     fprintf(stderr, "endure-fsx: %s\n", e.what());
     return 1;

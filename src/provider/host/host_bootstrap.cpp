@@ -9,6 +9,7 @@
 #include "api/node_contract.h"
 #include "common/crash_point.h"
 #include "common/fs.h"
+#include "provider/host/agent_unit.h"
 
 namespace endure::provider {
 
@@ -97,12 +98,6 @@ Status copy_lifecycle(SshClient& ssh, const std::filesystem::path& source) {
 // /etc/rc.local that starts the supervisor script.
 Status install_service(SshClient& ssh) {
   if (auto s = ssh.write_file(kServiceScript, agent_service_script(), 0755); !s) return s;
-  std::string unit = fmt::format(
-      "[Unit]\nDescription=endure node agent\nAfter=network-online.target\n\n"
-      "[Service]\nExecStart={0}/endure-agent --config {1}\n"
-      "ExecStartPost=/bin/sh -c 'echo $MAINPID > {2}'\nRestart=always\nRestartSec=1\n\n"
-      "[Install]\nWantedBy=multi-user.target\n",
-      node::kBinDir, node::kAgentConfigPath, node::kAgentPidFile);
   std::string script = fmt::format(
       "set -e\n"
       "if [ -d /run/systemd/system ]; then\n"
@@ -125,7 +120,7 @@ Status install_service(SshClient& ssh) {
       "{service} start\n",
       fmt::arg("unit_path", kUnitPath), fmt::arg("rc", kRcLocal), fmt::arg("begin", kBlockBegin),
       fmt::arg("end", kBlockEnd), fmt::arg("service", kServiceScript));
-  auto out = ssh.run(script, 60s, unit);
+  auto out = ssh.run(script, 60s, kAgentUnit);
   if (out.exit_code != 0) return ssh.failure("install the agent's boot service", out);
   return {};
 }

@@ -25,8 +25,9 @@ struct NodeSoftware {
 
 // Copies what differs of the software, writes request.files (0644) and secret_files (0400,
 // the munge key among them) and endured's CA (node::kEndureCaPath), copies the lifecycle
-// folder, installs the agent as a boot service (a systemd unit where systemd runs, else a
-// block in /etc/rc.local) and starts it unless it runs. Secrets travel on stdin only.
+// folder, installs the agent as a boot service (where systemd runs, the unit the Debian
+// package ships too, kAgentUnit; else a block in /etc/rc.local) and starts it unless it runs.
+// Secrets travel on stdin only.
 Status bootstrap_host(SshClient& ssh, const NodeSoftware& software, const LaunchRequest& request,
                       const std::string& endure_ca_pem);
 

@@ -131,23 +131,32 @@ int main(int argc, char** argv) {
   auto* s =
       app.add_subcommand("sample", "write a RedPajama-format sample from text on this machine");
   s->add_option("--out", sample_out, "output file, *.jsonl or *.jsonl.zst")->required();
-  s->add_option("--bytes", sample.bytes, "about this many bytes of JSONL (k/M suffixes)")
+  s->add_option("--bytes", sample.bytes,
+                "about this many bytes of JSONL, uncompressed (k/M suffixes)")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
-  s->add_option("--seed", sample.seed, "which documents, in which order")->capture_default_str();
+  s->add_option("--seed", sample.seed, "seed that picks the documents and their order")
+      ->capture_default_str();
 
   std::vector<std::string> tok_inputs;
   data::TokenizerOptions tok;
   std::string tok_out;
   auto* t = app.add_subcommand("tokenizer", "train a SentencePiece BPE tokenizer");
-  t->add_option("--input", tok_inputs, "JSONL files (plain or zstd) or folders of them")
+  t->add_option("--input", tok_inputs,
+                "JSONL files (plain or zstd) or folders of them, one or more")
       ->required();
-  t->add_option("--vocab-size", tok.vocab_size, "pieces in the vocabulary")->required();
-  t->add_option("--out", tok_out, "writes PREFIX.model and PREFIX.vocab")->required();
-  t->add_option("--seed", tok.seed)->capture_default_str();
+  t->add_option(
+       "--vocab-size", tok.vocab_size,
+       fmt::format("pieces in the vocabulary, {} to {}", data::kMinVocabSize, data::kMaxVocabSize))
+      ->required();
+  t->add_option("--out", tok_out, "output prefix: writes PREFIX.model and PREFIX.vocab")
+      ->required();
+  t->add_option("--seed", tok.seed, "seed of SentencePiece's sampling of the sentences")
+      ->capture_default_str();
   t->add_option("--max-sentences", tok.max_sentences, "lines sampled for training at most")
       ->capture_default_str();
-  t->add_option("--threads", tok.num_threads)->capture_default_str();
+  t->add_option("--threads", tok.num_threads, "threads that train the tokenizer")
+      ->capture_default_str();
 
   std::vector<std::string> prep_inputs;
   data::PrepareOptions prep;
@@ -155,16 +164,18 @@ int main(int argc, char** argv) {
   auto* p = app.add_subcommand("prepare", "tokenize JSONL into token shards with an index");
   p->add_option("--input", prep_inputs, "JSONL files (plain or zstd) or folders of them")
       ->required();
-  auto* tok_opt = p->add_option("--tokenizer", prep_tok, "a SentencePiece model to use");
+  auto* tok_opt = p->add_option("--tokenizer", prep_tok,
+                                "a SentencePiece model file to tokenize with (or --vocab-size)");
   auto* vocab_opt = p->add_option("--vocab-size", prep.tokenizer_options.vocab_size,
-                                  "train a tokenizer of this many pieces");
+                                  "train a tokenizer of this many pieces first (or --tokenizer)");
   tok_opt->excludes(vocab_opt);
   p->add_option("--out", prep_out, "output folder (must not exist, or be empty)")->required();
-  p->add_option("--val-fraction", prep.val_fraction, "share of documents for validation")
+  p->add_option("--val-fraction", prep.val_fraction,
+                "share of the documents held out for validation, 0 to 0.5")
       ->capture_default_str();
-  p->add_option("--seed", prep.seed, "the split and the tokenizer's training")
+  p->add_option("--seed", prep.seed, "seed of the split and of the tokenizer's training")
       ->capture_default_str();
-  p->add_option("--shard-tokens", prep.shard_tokens, "tokens per shard at most")
+  p->add_option("--shard-tokens", prep.shard_tokens, "tokens per shard file at most")
       ->capture_default_str();
   p->add_option("--max-sentences", prep.tokenizer_options.max_sentences,
                 "lines sampled for tokenizer training at most")
@@ -176,7 +187,8 @@ int main(int argc, char** argv) {
   int show = 0;
   auto* i = app.add_subcommand("inspect", "verify a prepared folder and show some of it");
   i->add_option("dir", inspect_dir, "an `endure-data prepare` output")->required();
-  i->add_option("--show", show, "decode a window of this many tokens");
+  i->add_option("--show", show, "decode and print a window of this many tokens (0: none)")
+      ->capture_default_str();
 
   if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
 

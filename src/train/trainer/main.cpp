@@ -6,10 +6,13 @@
 // over it. Output: JSON lines on stdout (and appended to --log): a start line, one line a
 // step (loss, lr, grad_norm, tokens_per_s), evaluations, checkpoints and a done line.
 // SIGTERM or SIGINT: the step in flight finishes, a checkpoint is saved, exit 143.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "common/command_line.h"
 #include "common/fs.h"
@@ -36,6 +39,32 @@ struct Flag {
 std::string flag_name(std::string key) {
   for (auto& ch : key) ch = ch == '_' ? '-' : ch;
   return "--" + key;
+}
+
+// " (default: X)" for --help; nothing for an empty path (its description says what empty
+// means).
+std::string shown_default(const endure::json& value) {
+  if (value.is_number_float()) return fmt::format(" (default: {:g})", value.get<double>());
+  if (value.is_number()) return " (default: " + value.dump() + ")";
+  if (value.is_string() && !value.get<std::string>().empty()) {
+    return " (default: " + value.get<std::string>() + ")";
+  }
+  return "";
+}
+
+// What each model flag sets (LlamaConfig's fields, include/endure/model.h).
+std::string model_doc(const std::string& key) {
+  static const std::map<std::string, std::string> docs = {
+      {"dim", "model width: the embedding size"},
+      {"n_layers", "transformer blocks"},
+      {"n_heads", "attention heads; must divide dim"},
+      {"n_kv_heads", "key/value heads, grouped-query attention below n_heads (must divide it)"},
+      {"seq_len", "training sequence length, in tokens"},
+      {"hidden_dim", "SwiGLU feed-forward width (0: 8 x dim / 3, rounded up)"},
+      {"vocab_size", "vocabulary size in pieces (the data's when the model has none)"},
+  };
+  auto it = docs.find(key);
+  return it == docs.end() ? "" : it->second;
 }
 
 // Lays the flags given on the command line over *target's keys of the same names.
@@ -84,15 +113,23 @@ int main(int argc, char** argv) {
       {"n_kv_heads", true, {}}, {"seq_len", true, {}},  {"hidden_dim", true, {}},
       {"vocab_size", true, {}},
   };
-  app.add_option("--config", config_file, "a JSON file of settings; flags override it");
-  app.add_option("--model", model, "a preset (stories15M, ...) or a model config JSON file");
+  app.add_option("--config", config_file,
+                 "a JSON file of settings, the flags' names with underscores; flags override it");
+  app.add_option("--model", model,
+                 "a preset (stories15M, ...) or a model config JSON file (default: stories15M); "
+                 "the model flags below override its fields");
   // A flag given twice: the last one counts (a wrapper script's defaults, then the user's).
+  const endure::json defaults = endure::train::TrainConfig{}.to_json();
   for (auto& f : flags) {
-    app.add_option(flag_name(f.key), f.value, f.key)
+    app.add_option(flag_name(f.key), f.value,
+                   endure::train::TrainConfig::doc(f.key) + shown_default(defaults[f.key]))
+        ->type_name(f.number ? "NUMBER" : "PATH")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }
   for (auto& f : model_flags) {
-    app.add_option(flag_name(f.key), f.value, "model." + f.key)
+    app.add_option(flag_name(f.key), f.value, model_doc(f.key) + " (default: the model's)")
+        ->type_name("NUMBER")
+        ->group("Model (over --model)")
         ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   }
   if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;

@@ -105,7 +105,51 @@ const std::map<std::string, Field>& fields() {
   return table;
 }
 
+// One line of --help per key: what it sets, its unit and range.
+const std::map<std::string, std::string>& docs() {
+  static const std::map<std::string, std::string> table = {
+      {"data", "an `endure-data prepare` folder to train on (required)"},
+      {"batch", "sequences per micro-batch, 1 to 65536"},
+      {"grad_accum", "micro-batches per optimizer step, 1 to 65536"},
+      {"steps", "optimizer steps to train, at least 1"},
+      {"lr", "peak learning rate after warmup, cosine-decayed to min_lr, 0 to 10"},
+      {"min_lr", "learning rate at the last step, 0 to lr"},
+      {"warmup", "steps of linear learning-rate warmup, below steps"},
+      {"weight_decay", "AdamW's decoupled weight decay, 0 to 1"},
+      {"clip", "gradients clipped to this global L2 norm (0: no clipping)"},
+      {"seed", "seed of the weights' initialisation and the data order"},
+      {"threads", "OpenMP threads of the model's kernels (0: OMP_NUM_THREADS, else every core)"},
+      {"eval_every", "steps between validation losses (0: no evaluation)"},
+      {"eval_batches", "micro-batches of validation data per evaluation"},
+      {"ckpt_dir", "checkpoint folder, resumed from at start (empty: no checkpoints)"},
+      {"ckpt_every", "steps between checkpoints (with --ckpt-dir)"},
+      {"keep_last", "checkpoints kept: the newest this many (0: every one)"},
+      {"keep_every", "also keep each checkpoint whose step is a multiple of this (0: none)"},
+      {"ckpt_local", "node-local disk tier in front of --ckpt-dir, a folder (empty: none)"},
+      {"ckpt_memory", "memory tier in front of --ckpt-dir, a tmpfs folder (empty: none)"},
+      {"log", "file the JSON step lines are appended to, besides stdout (empty: none)"},
+      {"zero",
+       "0: plain data parallel; 1, 2, 3: the ZeRO stage (moments, + gradients, + "
+       "parameters sharded)"},
+      {"global_batch",
+       "sequences per optimizer step over every rank, the same on any world size "
+       "(0: batch x grad_accum x ranks)"},
+      {"bucket_mb", "MiB of gradients per all-reduce bucket (ZeRO 0 and 1)"},
+      {"rendezvous", "folder every rank sees, where the ranks meet (empty: CKPT_DIR/rendezvous)"},
+      {"comm_timeout", "seconds a collective waits for a rank before the step fails, 1 to 86400"},
+      {"peak_tflops",
+       "one rank's peak TFLOP/s, the denominator of the step lines' mfu (0: "
+       "threads x 0.064)"},
+  };
+  return table;
+}
+
 }  // namespace
+
+std::string TrainConfig::doc(const std::string& key) {
+  auto it = docs().find(key);
+  return it == docs().end() ? "" : it->second;
+}
 
 Result<TrainConfig> TrainConfig::from_json(const json& j) {
   if (!j.is_object()) return invalid("the training config must be a JSON object");

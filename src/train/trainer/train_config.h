@@ -70,6 +70,10 @@ struct TrainConfig {
   // Every key above but "model", and whether its value is a number (else a string): what
   // a command line can set one flag each.
   static std::vector<std::pair<std::string, bool>> scalar_keys();
+
+  // What a scalar key sets, in its unit, for --help (the default is shown beside it); "" for
+  // a key with no description, which the help-text test refuses.
+  static std::string doc(const std::string& key);
 };
 
 }  // namespace endure::train
