@@ -222,17 +222,21 @@ int main(int argc, char** argv) {
   app.name("endure-agent");
   app.add_option("--config", config_path,
                  "the node's agent settings, JSON, written by endured when it makes the node")
+      ->type_name("FILE")
       ->capture_default_str();
   app.add_flag("--restarted", restarted,
                "started again in the same boot by its service: the lifecycle's outcome stands "
                "and no daemon is started again");
   auto* boot = app.add_option("--local-boot", boot_path,
                               "boot a local instance from this file, as its pid 1, then run the "
-                              "agent under its init (endured's local provider starts it so)");
+                              "agent under its init (endured's local provider starts it so)")
+                   ->type_name("FILE");
   auto* swap = app.add_option("--swap-in", swap_in_name,
-                              "as a warm spare: take this replaced node's Slurm name, then exit");
+                              "as a warm spare: take this replaced node's Slurm name, then exit")
+                   ->type_name("NODE_NAME");
   app.add_option("--partition", partition,
                  "with --swap-in: the Slurm partition the node joins under its new name")
+      ->type_name("PARTITION")
       ->needs(swap);
   boot->excludes(swap);
   if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;

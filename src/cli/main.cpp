@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
   app.fallthrough();  // global options may also follow the verb, as in the cloud CLI
   app.add_option("--endpoint", global.endpoint,
                  "endured's URL, e.g. http://127.0.0.1:7117 (default: $ENDURE_ENDPOINT, "
-                 "$ENDURE_HOME/endpoint, then http://127.0.0.1:7117)");
+                 "then the endpoint file of endured's home, see below, then "
+                 "http://127.0.0.1:7117)");
   app.add_option("--output", global.output, "json (the default) or table")
       ->check(CLI::IsMember({"json", "table"}));
   app.footer(

@@ -50,11 +50,13 @@ int main(int argc, char** argv) {
   app.add_option("--home", home,
                  fmt::format("state folder: the database, token, endpoint and cluster files "
                              "(default: $ENDURE_HOME, else ~/.endure; the system service: {})",
-                             kSystemHome));
+                             kSystemHome))
+      ->type_name("DIR");
   app.add_option("--config", config_file,
                  fmt::format("settings file, JSON (default: HOME/config.json; the system "
                              "service: {}); a missing file means every default",
-                             kSystemConfigFile));
+                             kSystemConfigFile))
+      ->type_name("FILE");
   app.add_option("--port", port,
                  "TCP port endured serves on at 127.0.0.1, 1-65535 (default: config.json's "
                  "Port, else 7117)")

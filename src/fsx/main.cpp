@@ -165,12 +165,15 @@ int main(int argc, char** argv) {
   bool foreground = false;
   app.add_option("BACKING_DIR", positional[0],
                  "the cluster's shared folder that this node's /fsx shows")
+      ->type_name("DIR")
       ->required();
   app.add_option("MOUNTPOINT", positional[1],
                  "where to mount it (a node's /fsx): a folder, not inside BACKING_DIR")
+      ->type_name("DIR")
       ->required();
   auto* pid = app.add_option("--pid-file", pid_file,
-                             "write endure-fsx's pid to this file while it serves (default: none)");
+                             "write endure-fsx's pid to this file while it serves (default: none)")
+                  ->type_name("FILE");
   app.add_flag("-f,--foreground", foreground,
                "accepted so command lines can say so: endure-fsx always runs in the foreground "
                "(the node's agent supervises it)");

@@ -16,6 +16,8 @@ cleanup() {
   rm -rf "$scratch"
 }
 trap cleanup EXIT
+# shellcheck source=tests/install/common.sh
+. "$source/tests/install/common.sh"
 started=$SECONDS
 step() { echo "package_test: [$((SECONDS - started)) s] $*"; }
 
@@ -44,15 +46,10 @@ grep -q "^ExecStart=/usr/bin/endured --home /var/lib/endure" "$root/usr/lib/syst
 
 # The installed endured on a private home and port, and the installed CLI.
 home=$scratch/home
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 "$root/usr/bin/endured" --home "$home" --port "$port" >"$scratch/endured.log" 2>&1 &
 endured_pid=$!
-for _ in $(seq 100); do
-  [ -s "$home/endpoint" ] && break
-  kill -0 "$endured_pid" 2>/dev/null || { cat "$scratch/endured.log" >&2; exit 1; }
-  sleep 0.1
-done
-[ -s "$home/endpoint" ] || { echo "package_test: endured did not start" >&2; cat "$scratch/endured.log" >&2; exit 1; }
+wait_for_endpoint "$home" "$endured_pid" "$scratch/endured.log"
 step "endured serving on port $port"
 export ENDURE_HOME=$home
 endure=$root/usr/bin/endure

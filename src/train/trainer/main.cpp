@@ -114,10 +114,12 @@ int main(int argc, char** argv) {
       {"vocab_size", true, {}},
   };
   app.add_option("--config", config_file,
-                 "a JSON file of settings, the flags' names with underscores; flags override it");
+                 "a JSON file of settings, the flags' names with underscores; flags override it")
+      ->type_name("FILE");
   app.add_option("--model", model,
                  "a preset (stories15M, ...) or a model config JSON file (default: stories15M); "
-                 "the model flags below override its fields");
+                 "the model flags below override its fields")
+      ->type_name("PRESET|FILE");
   // A flag given twice: the last one counts (a wrapper script's defaults, then the user's).
   const endure::json defaults = endure::train::TrainConfig{}.to_json();
   for (auto& f : flags) {
