@@ -59,6 +59,11 @@ install(CODE "
     \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system/endured.service\")")
 
 install(FILES ${ENDURE_BASH_COMPLETION} DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
+# The scripts executable, as a node runs them (the tree keeps them 0644).
 install(DIRECTORY examples/cluster examples/lifecycle examples/jobs
-  DESTINATION ${CMAKE_INSTALL_DATADIR}/endure/examples USE_SOURCE_PERMISSIONS)
+  DESTINATION ${CMAKE_INSTALL_DATADIR}/endure/examples
+  PATTERN "*.sh" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+    WORLD_READ WORLD_EXECUTE
+  PATTERN "*.sbatch" PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+    WORLD_READ WORLD_EXECUTE)
 install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
