@@ -10,6 +10,9 @@
 #   lib/systemd/system/       endured.service and endure-agent.service
 #   share/bash-completion/completions/endure, share/endure/examples/, share/doc/endure/
 include(GNUInstallDirs)
+# Installing (and CPack, which installs) takes the tree as built: it builds nothing first, so
+# packaging never compiles, nor races a build running beside it.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
 set(CMAKE_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE
   GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
 set(ENDURE_NODE_DIR lib/endure/node)

@@ -21,7 +21,7 @@ trap cleanup EXIT
 started=$SECONDS
 step() { echo "package_test: [$((SECONDS - started)) s] $*"; }
 
-deb=$(bash "$source/scripts/package.sh" --build "$build" --out "$scratch")
+deb=$(bash "$source/scripts/package.sh" --build "$build" --out "$scratch" --no-build)
 step "made $(basename "$deb") ($(du -k "$deb" | cut -f1) KiB)"
 dpkg-deb --info "$deb" | grep -E '^ (Depends|Recommends):'
 
@@ -43,6 +43,16 @@ for f in usr/bin/endure usr/bin/endured usr/bin/endure-train usr/bin/endure-data
   [ -e "$root/$f" ] || { echo "package_test: $f is not installed" >&2; exit 1; }
 done
 grep -q "^ExecStart=/usr/bin/endured --home /var/lib/endure" "$root/usr/lib/systemd/system/endured.service"
+# Both units as systemd reads them, their programs named where this root holds them.
+if command -v systemd-analyze >/dev/null; then
+  mkdir -p "$scratch/units"
+  sed "s|=/usr/bin/|=$root/usr/bin/|" "$root/usr/lib/systemd/system/endured.service" \
+    >"$scratch/units/endured.service"
+  sed "s|=/opt/endure/bin/|=$root/usr/lib/endure/node/bin/|" \
+    "$root/usr/lib/systemd/system/endure-agent.service" >"$scratch/units/endure-agent.service"
+  systemd-analyze verify "$scratch/units/endured.service" "$scratch/units/endure-agent.service"
+  step "systemd-analyze verify: both units valid"
+fi
 
 # The installed endured on a private home and port, and the installed CLI.
 home=$scratch/home
