@@ -80,6 +80,12 @@ struct MutableBuffer {
   size_t size = 0;
 };
 
+// The name and size of one buffer of a state the checkpointer holds (next_state()).
+struct BufferShape {
+  std::string name;
+  size_t size = 0;
+};
+
 // What a checkpoint on disk is.
 struct CheckpointInfo {
   int64_t step = 0;
@@ -130,6 +136,30 @@ class Checkpointer {
   // Returns once the last save_overlapped()'s copy is done, copying what is left of it on
   // this thread: the buffers may change after. Returns at once when none is running.
   void wait_copied();
+
+  // A state kept in place, for a caller that can write each step's state into memory of
+  // the checkpointer's (an optimizer updating out of place): a save then copies nothing.
+  // next_state() hands out the buffers, laid out as a shard in the order given, of a slot
+  // free for the next state; the caller writes its state there (reading the state it had,
+  // which the last call handed out), after which that slot holds its state, and
+  // save_in_place() makes it checkpoint `step`: its checksums taken on `threads` threads
+  // (0: one per core), the memory tier's copy committed (the slot is its shard), and the
+  // disk tiers written in the background. Three slots take turns (the memory tier's
+  // slot-0..2 folders, or anonymous memory without a memory tier): the one holding the
+  // state, the one the last save to every tier is read from, and the one handed out. Their
+  // choice depends only on the sequence of calls, so ranks sharing a memory tier agree.
+  // The slot handed out stops being a checkpoint in the memory tier first, and waits only
+  // for a disk write of a save before the last to every tier. Not to be mixed with save()
+  // and save_overlapped(); bad input fails at once and changes nothing.
+  Result<std::vector<MutableBuffer>> next_state(const std::vector<BufferShape>& shapes);
+  Status save_in_place(int64_t step, const json& user = json::object(), Tiers tiers = Tiers::all,
+                       unsigned threads = 0);
+  // Optional, while the caller writes the state into the slot handed out: bytes [data, data
+  // + bytes) of it are final, written by the caller's thread number `thread`. A checksum
+  // chunk that one thread reports from its start to its end in order is hashed then, while
+  // its bytes are in cache, instead of read again by save_in_place(). Safe from many
+  // threads at once; not with next_state() or save_in_place().
+  void state_written(int thread, const void* data, size_t bytes);
 
   // Whether a save's disk tiers (local disk, shared folder) are still to be written: a
   // save to every tier now would wait behind it or queue. Ranks must agree on a save's

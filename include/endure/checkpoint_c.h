@@ -71,6 +71,18 @@ endure_ckpt_status endure_ckpt_wait_copied(endure_ckpt* c);
 endure_ckpt_status endure_ckpt_save_overlapped_memory(endure_ckpt* c, int64_t step,
                                                       const endure_ckpt_buffer* buffers, size_t count,
                                                       const char* user_json);
+/* A state kept in place, so that a save copies nothing (Checkpointer::next_state() in
+ * checkpoint.h): hands out the count buffers named names[i], sizes[i] bytes each, of a slot
+ * free for the caller's next state, writing where each is to data[i]. The caller writes its
+ * next state there (reading the state the last call handed out); that slot then holds its
+ * state. Not to be mixed with the saves above on one handle. */
+endure_ckpt_status endure_ckpt_next_state(endure_ckpt* c, const char* const* names,
+                                          const size_t* sizes, size_t count, void** data);
+/* The state the last endure_ckpt_next_state handed out is checkpoint `step`: its checksums
+ * taken, the memory tier's copy committed, the disk tiers written in the background
+ * (memory_only 1: the memory tier alone, as endure_ckpt_save_overlapped_memory). */
+endure_ckpt_status endure_ckpt_save_in_place(endure_ckpt* c, int64_t step, const char* user_json,
+                                             int memory_only);
 /* 1 while a save's disk tiers (local disk, shared folder) are still to be written, else 0
  * (and 0 for NULL). */
 int endure_ckpt_disk_busy(const endure_ckpt* c);

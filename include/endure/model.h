@@ -110,6 +110,11 @@ class Llama {
 
   float* params();
   const float* params() const;
+  // The parameters are now the num_params() floats at `params`, the caller's memory, kept
+  // alive by it until the model is gone or moved on again (an optimizer writing each step's
+  // parameters into other memory moves them every step). The model's own buffer is freed
+  // on the first move.
+  void use_params(float* params);
   float* grads();
   const float* grads() const;
   size_t num_params() const;
@@ -148,6 +153,13 @@ class Llama {
 
 // ---- Training numerics ----
 
+// AdamW's state over a range: the parameters and both moments.
+struct AdamWSlice {
+  float* p;
+  float* m;
+  float* v;
+};
+
 struct AdamWConfig {
   float lr = 3e-4f;  // the default; update() takes the scheduled rate
   float beta1 = 0.9f;
@@ -171,6 +183,19 @@ class AdamW {
 
   // One step: step += 1, then the update above with this lr.
   void update(float* params, const float* grads, float lr);
+  // As update(), but out of place: reads the parameters from `params` and the moments from
+  // m() and v(), and writes the new ones to next (size() floats each), whose m and v
+  // become m() and v(). The memory read is left as it was: the state before the step, bit
+  // for bit. With `written`: each thread of the update writes one contiguous range of the
+  // buffers in pieces, in increasing order, and after each piece calls written(thread,
+  // begin, end) for the floats [begin, end) of next.p, next.m and next.v it made final (a
+  // checkpoint takes its checksums there while the bytes are still in cache).
+  using Written = std::function<void(int thread, size_t begin, size_t end)>;
+  void update_into(const float* params, const float* grads, float lr, AdamWSlice next,
+                   const Written& written = {});
+  // The moments are now the size() floats at m and v each, the caller's memory, kept alive
+  // by it until the optimizer is gone or moved on again. Its own are freed on the first move.
+  void use_moments(float* m, float* v);
 
   float* m() { return m_; }
   float* v() { return v_; }
@@ -184,6 +209,8 @@ class AdamW {
   Backend* backend_;
   float* m_;
   float* v_;
+  bool own_moments_ = true;  // until update_into() moves them into the caller's memory
+  void run(AdamWSlice out, AdamWSlice in, const float* grads, float lr, const Written& written);
   std::vector<std::pair<size_t, size_t>> decay_ranges_;  // [begin, end) that decay
   std::vector<std::pair<size_t, size_t>> plain_ranges_;  // the rest
 };

@@ -118,6 +118,15 @@ class Engine {
   // AdamW with this lr on this rank's parts, then the gathers the stage needs; the
   // gradients are zero for the next step after.
   Status update(float lr);
+  // Stage 0 on one rank holds its whole state as three arrays of n floats (the parameters
+  // and AdamW's moments), which may live in the caller's memory: move_state() copies them
+  // there, and update_into() is update() writing the new state into `next` instead of in
+  // place, leaving the state before the step as it was where it was read from (so that it
+  // is a checkpoint without a copy). The caller keeps the memory alive while it is used.
+  // `written` hears of each piece of `next` made final (model::AdamW::update_into()).
+  bool state_movable() const;
+  Status move_state(model::AdamWSlice to);
+  Status update_into(float lr, model::AdamWSlice next, const model::AdamW::Written& written = {});
   // Forward alone (evaluation): the mean loss of this rank's rows.
   Result<float> forward(const int32_t* inputs, const int32_t* targets, int B, int T);
 

@@ -89,7 +89,14 @@ struct Plan {
   int micro = 1;  // micro-batches per step
   float clip = kNoClip;
   const Trained* start = nullptr;  // restored (resharded) first when given
+  // Stage 0 on one rank: the state moved into memory of the test's, three sets of it taking
+  // turns, each step updating out of place (Engine::update_into()).
+  bool in_place = false;
 };
+
+bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
 
 // The tiny Llama trained `plan.steps` steps by plan.world ranks at plan.stage, each rank on
 // its rows of the global batch (the same batch every step).
@@ -121,6 +128,15 @@ Trained train(const model::LlamaConfig& config, const Batch& batch, const Plan& 
       }
       ASSERT_TRUE(e.restored(plan.start->adam_step).ok());
     }
+    EXPECT_EQ(e.state_movable(), plan.world == 1 && plan.stage == 0);
+    std::vector<std::vector<float>> sets;  // plan.in_place: set k is sets[3k..3k+2]
+    auto slice = [&](int k) {
+      return model::AdamWSlice{sets[3 * k].data(), sets[3 * k + 1].data(), sets[3 * k + 2].data()};
+    };
+    if (plan.in_place) {
+      sets.assign(9, std::vector<float>((*m)->num_params()));
+      ASSERT_TRUE(e.move_state(slice(0)).ok());
+    }
     for (int step = 0; step < plan.steps; ++step) {
       float loss = 0;
       for (int k = 0; k < plan.micro; ++k) {
@@ -132,7 +148,18 @@ Trained train(const model::LlamaConfig& config, const Batch& batch, const Plan& 
         loss += *l / static_cast<float>(plan.micro * plan.world);
       }
       ASSERT_TRUE(e.clip(plan.clip).ok());
-      ASSERT_TRUE(e.update(1e-3f).ok());
+      if (plan.in_place) {
+        const int from = step % 3;
+        const std::vector<float> before[3] = {sets[3 * from], sets[3 * from + 1],
+                                              sets[3 * from + 2]};
+        ASSERT_TRUE(e.update_into(1e-3f, slice((step + 1) % 3)).ok());
+        for (int k = 0; k < 3; ++k) {
+          ASSERT_TRUE(bitwise_equal(sets[3 * from + k], before[k]))
+              << "the state before step " << step;
+        }
+      } else {
+        ASSERT_TRUE(e.update(1e-3f).ok());
+      }
       ASSERT_TRUE(comm.all_reduce(&loss, 1).ok());
       if (comm.rank() == 0) run.losses[step] = loss;
     }
@@ -160,10 +187,6 @@ Trained train(const model::LlamaConfig& config, const Batch& batch, const Plan& 
     }
   }
   return run;
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 class Stages : public TinyRanks {
@@ -279,6 +302,24 @@ TEST_P(Reshard, ThereAndBackIsACopyBitForBit) {
   EXPECT_TRUE(bitwise_equal(returned.m, saved.m));
   EXPECT_TRUE(bitwise_equal(returned.v, saved.v));
   EXPECT_EQ(returned.parts, saved.parts) << "each rank's parts, by name";
+}
+
+// Out of place, step after step: the same bytes as in place, and the state each update read
+// left as it was (what makes it a checkpoint without a copy).
+TEST(StateInPlace, UpdatingOutOfPlaceChangesNoBitAndLeavesTheStateReadAsItWas) {
+  auto config = model::LlamaConfig::preset("tiny");
+  ASSERT_TRUE(config.ok());
+  const Batch batch = make_batch(*config);
+  Plan plain;
+  plain.steps = 4;
+  plain.clip = 0.05f;
+  Plan moved = plain;
+  moved.in_place = true;
+  const Trained a = train(*config, batch, plain), b = train(*config, batch, moved);
+  EXPECT_TRUE(bitwise_equal(a.params, b.params));
+  EXPECT_TRUE(bitwise_equal(a.m, b.m) && bitwise_equal(a.v, b.v));
+  EXPECT_EQ(a.losses, b.losses);
+  EXPECT_EQ(a.adam_step, b.adam_step);
 }
 
 INSTANTIATE_TEST_SUITE_P(Worlds, Reshard, testing::Values(1, 2, 3, 4, 5),

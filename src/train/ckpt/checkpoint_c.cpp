@@ -81,6 +81,15 @@ extern "C" void endure_ckpt_close(endure_ckpt* c) {
 
 namespace {
 
+// A save's user_json: NULL is an empty object.
+endure::Result<endure::json> parse_user(const char* user_json) {
+  if (!user_json) return endure::json::object();
+  auto user = endure::json::parse(user_json, nullptr, false);
+  if (!user.is_object())
+    return endure::make_error("ValidationException", "user_json: not a JSON object");
+  return user;
+}
+
 // endure_ckpt_save and endure_ckpt_save_overlapped: the same checks, then one of the two.
 endure_ckpt_status save_with(endure_ckpt* c, int64_t step, const endure_ckpt_buffer* buffers,
                              size_t count, const char* user_json, bool overlapped,
@@ -92,15 +101,10 @@ endure_ckpt_status save_with(endure_ckpt* c, int64_t step, const endure_ckpt_buf
     for (size_t i = 0; i < count; ++i) {
       list.push_back({buffers[i].name ? buffers[i].name : "", buffers[i].data, buffers[i].size});
     }
-    endure::json user = endure::json::object();
-    if (user_json) {
-      user = endure::json::parse(user_json, nullptr, false);
-      if (!user.is_object()) {
-        return fail(c, endure::make_error("ValidationException", "user_json: not a JSON object"));
-      }
-    }
-    auto s = overlapped ? c->impl->save_overlapped(step, list, user, tiers)
-                        : c->impl->save(step, list, user, tiers);
+    auto user = parse_user(user_json);
+    if (!user) return fail(c, user.error());
+    auto s = overlapped ? c->impl->save_overlapped(step, list, *user, tiers)
+                        : c->impl->save(step, list, *user, tiers);
     return s ? done(c) : fail(c, s.error());
   } catch (...) {
     return ENDURE_CKPT_EOTHER;
@@ -127,6 +131,39 @@ extern "C" endure_ckpt_status endure_ckpt_save_overlapped_memory(endure_ckpt* c,
                                                                  const char* user_json) {
   return save_with(c, step, buffers, count, user_json, /*overlapped=*/true,
                    endure::ckpt::Tiers::memory);
+}
+
+extern "C" endure_ckpt_status endure_ckpt_next_state(endure_ckpt* c, const char* const* names,
+                                                     const size_t* sizes, size_t count,
+                                                     void** data) {
+  if (!c) return ENDURE_CKPT_EINVAL;
+  try {
+    if (count && (!names || !sizes || !data)) {
+      return fail(c, endure::make_error("ValidationException", "names, sizes, data: NULL"));
+    }
+    std::vector<endure::ckpt::BufferShape> shapes;
+    for (size_t i = 0; i < count; ++i) shapes.push_back({names[i] ? names[i] : "", sizes[i]});
+    auto buffers = c->impl->next_state(shapes);
+    if (!buffers) return fail(c, buffers.error());
+    for (size_t i = 0; i < count; ++i) data[i] = (*buffers)[i].data;
+    return done(c);
+  } catch (...) {
+    return ENDURE_CKPT_EOTHER;
+  }
+}
+
+extern "C" endure_ckpt_status endure_ckpt_save_in_place(endure_ckpt* c, int64_t step,
+                                                        const char* user_json, int memory_only) {
+  if (!c) return ENDURE_CKPT_EINVAL;
+  try {
+    auto user = parse_user(user_json);
+    if (!user) return fail(c, user.error());
+    auto s = c->impl->save_in_place(
+        step, *user, memory_only ? endure::ckpt::Tiers::memory : endure::ckpt::Tiers::all);
+    return s ? done(c) : fail(c, s.error());
+  } catch (...) {
+    return ENDURE_CKPT_EOTHER;
+  }
 }
 
 extern "C" int endure_ckpt_disk_busy(const endure_ckpt* c) {

@@ -15,6 +15,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "endure/checkpoint.h"
+#include "train/ckpt/checkpointer_impl.h"
 #include "train/ckpt/format.h"
 #include "train/ckpt/shard_io.h"
 #include "train/ckpt/snapshot.h"
@@ -22,46 +23,6 @@
 #include "train/ckpt/tiers.h"
 
 namespace endure::ckpt {
-
-struct Checkpointer::Impl {
-  struct Job {
-    int64_t step = -1;  // -1: only size the slot to `bytes`, touching its pages
-    int slot = 0;
-    json user;
-    json layout;
-    std::vector<std::string> checksums;  // empty: the persist takes them
-    bool memory = false;  // the memory tier's descriptor and commit are still to write
-    bool disk = false;    // the local disk and shared tiers are to be written
-    size_t bytes = 0;
-  };
-  std::mutex mu;
-  std::condition_variable cv;
-  std::deque<Job> queue;
-  bool writing = false;  // the worker holds a job
-  bool stop = false;
-  int64_t last_step = -1;
-  bool slot_busy[kSlots] = {};
-  int next_slot = 0;
-  int disk_pending = 0;  // saves whose disk tiers are not yet written
-  int disk_slot = -1;    // the slot of the last save to every tier
-  // The save each slot holds (step -1: none), for flush() to write a memory-only one to
-  // the disk tiers.
-  Job held[kSlots];
-  std::vector<StagingSlot> slots;
-  Status status;  // the first failure since the last wait()
-  std::thread worker;
-  // save_overlapped()'s copy and the thread running it, until the next save or wait().
-  std::thread copier;
-  std::shared_ptr<Snapshot> copying;
-
-  // Has the worker size `slot` to `bytes` (its pages touched) unless it is in use or
-  // already that size. REQUIRES: mu held.
-  void queue_prepare(int slot, size_t bytes) {
-    if (slot_busy[slot] || slots[slot].size() == bytes) return;
-    slot_busy[slot] = true;
-    queue.push_back({-1, slot, {}, {}, {}, false, false, bytes});
-  }
-};
 
 namespace {
 
@@ -106,17 +67,6 @@ std::string descriptor(const Options& o, int64_t step, size_t size,
   return seal(d).dump();
 }
 
-// The memory tier's part of a save: the slot is already its shard, so only the descriptor
-// is written, and the step committed once every rank of the node has written its own.
-void persist_memory(const Options& o, int64_t step, const json& user, const json& layout,
-                    const StagingSlot& slot, const std::vector<std::string>& chunks) {
-  auto dir = slot.file().parent_path();
-  Status s = fs::atomic_write_file(dir / descriptor_name(o.rank),
-                                   descriptor(o, step, slot.size(), chunks, layout));
-  if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
-  warn_local("memory", step, s);
-}
-
 // Writes this rank's shard of a step into dir, a disk tier's step folder, then its
 // descriptor, which says the shard is durable. Takes the checksums when `chunks` is empty.
 Status write_shard(const Options& o, const std::filesystem::path& dir, int64_t step, const json& layout,
@@ -153,6 +103,15 @@ Status persist_disk(const Options& o, int64_t step, const json& user, const json
 
 }  // namespace
 
+void persist_memory(const Options& o, int64_t step, const json& user, const json& layout,
+                    const StagingSlot& slot, const std::vector<std::string>& chunks) {
+  auto dir = slot.file().parent_path();
+  Status s = fs::atomic_write_file(dir / descriptor_name(o.rank),
+                                   descriptor(o, step, slot.size(), chunks, layout));
+  if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
+  warn_local("memory", step, s);
+}
+
 Checkpointer::Checkpointer(Options options) : options_(std::move(options)), impl_(new Impl) {}
 
 Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options) {
@@ -179,10 +138,11 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
     }
     auto dir = slot_dir(options.memory_dir, slot);
     im.slots.emplace_back(dir / shard_name(options.rank));
-    // The first save goes to the slot that does not hold the newest in-memory step.
+    // The first save goes to a slot that does not hold the newest in-memory step.
     if (auto m = read_sealed(dir / kManifestName); m && m->value("step", -1LL) > newest) {
       newest = m->value("step", -1LL);
-      im.next_slot = (slot + 1) % kSlots;
+      im.newest_slot = slot;
+      im.next_slot = (slot + 1) % kCopySlots;
     }
   }
   Checkpointer* self = c.get();
@@ -310,6 +270,11 @@ Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& bu
   }
   Impl& im = *impl_;
   std::unique_lock lock(im.mu);
+  if (im.mode == Impl::Mode::in_place) {
+    return make_error("ValidationException",
+                      "save: this checkpointer holds the state in place (next_state()); save it "
+                      "with save_in_place()");
+  }
   if (step < 0 || step <= im.last_step) {
     return make_error("ValidationException", "step: must be above the last saved step (" +
                                                  std::to_string(im.last_step) + ")");
@@ -318,7 +283,8 @@ Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& bu
   // chosen only from what they agree on: a save to every tier takes the slot not holding
   // the newest step; a save to the memory tier alone, the slot the last save to every tier
   // does not hold (its disk write may still be reading that one).
-  const int slot = tiers == Tiers::memory && im.disk_slot >= 0 ? (im.disk_slot + 1) % kSlots : im.next_slot;
+  const int slot =
+      tiers == Tiers::memory && im.disk_slot >= 0 ? (im.disk_slot + 1) % kCopySlots : im.next_slot;
   im.cv.wait(lock, [&] { return !im.slot_busy[slot]; });
   im.slot_busy[slot] = true;
   lock.unlock();
@@ -335,7 +301,9 @@ Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& bu
   lock.lock();
   // Claimed: a later save's step must be above this one's even while this one copies.
   im.last_step = step;
-  im.next_slot = (slot + 1) % kSlots;
+  im.mode = Impl::Mode::copy;
+  im.next_slot = (slot + 1) % kCopySlots;
+  im.newest_slot = slot;
   if (tiers == Tiers::all) {
     ++im.disk_pending;
     im.disk_slot = slot;
@@ -363,7 +331,7 @@ void Checkpointer::reserve(size_t bytes) {
   const size_t total = kShardHeaderBytes + bytes;
   Impl& im = *impl_;
   std::lock_guard lock(im.mu);
-  for (int slot = 0; slot < kSlots; ++slot) im.queue_prepare(slot, total);
+  for (int slot = 0; slot < kCopySlots; ++slot) im.queue_prepare(slot, total);
   im.cv.notify_all();
 }
 
@@ -391,9 +359,10 @@ Status Checkpointer::flush() {
   join_copier();
   Impl& im = *impl_;
   std::unique_lock lock(im.mu);
-  const int slot = (im.next_slot + kSlots - 1) % kSlots;  // the newest save's
-  Impl::Job& held = im.held[slot];
-  if (held.step >= 0 && held.step == im.last_step && !held.disk) {
+  const int slot = im.newest_slot;
+  if (slot >= 0 && im.held[slot].step >= 0 && im.held[slot].step == im.last_step &&
+      !im.held[slot].disk) {
+    Impl::Job& held = im.held[slot];
     im.cv.wait(lock, [&] { return !im.slot_busy[slot]; });
     im.slot_busy[slot] = true;
     held.disk = true;

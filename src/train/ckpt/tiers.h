@@ -17,7 +17,7 @@
 
 namespace endure::ckpt {
 
-inline constexpr int kSlots = 2;  // the memory tier's slots: one copied into while one is written
+inline constexpr int kSlots = 3;  // the memory tier's slots (saves that copy use the first two)
 
 Result<json> read_sealed(const std::filesystem::path& path);
 std::filesystem::path slot_dir(const std::filesystem::path& memory_dir, int slot);

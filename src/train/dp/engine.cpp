@@ -88,6 +88,16 @@ struct Engine::Impl {
     return options.stage == 3 ? param_shard.data() + packed_at[u] : params + part(u).offset;
   }
 
+  // An update's end: its gathers done, the step counted, the step's memory let go.
+  Status end_update() {
+    Status s = queue.drain();
+    ++steps;
+    training = false;
+    in_step = false;
+    release_all();
+    return s;
+  }
+
   void begin_step() {
     queue.begin_step();
     if (options.stage <= 1) model.zero_grad();
@@ -279,6 +289,34 @@ Result<float> Engine::clip(float max_norm) {
   return norm;
 }
 
+bool Engine::state_movable() const { return impl_->full && impl_->comm.world() == 1; }
+
+Status Engine::move_state(model::AdamWSlice to) {
+  Impl& I = *impl_;
+  if (!state_movable()) {
+    return make_error("ValidationException", "the state moves only under stage 0 on one rank");
+  }
+  const std::size_t bytes = I.n * sizeof(float);
+  std::memcpy(to.p, I.params, bytes);
+  std::memcpy(to.m, I.full->m(), bytes);
+  std::memcpy(to.v, I.full->v(), bytes);
+  I.model.use_params(to.p);
+  I.params = to.p;
+  I.full->use_moments(to.m, to.v);
+  return {};
+}
+
+Status Engine::update_into(float lr, model::AdamWSlice next, const model::AdamW::Written& written) {
+  Impl& I = *impl_;
+  if (!state_movable()) {
+    return make_error("ValidationException", "the state moves only under stage 0 on one rank");
+  }
+  I.full->update_into(I.params, I.grads, lr, next, written);
+  I.model.use_params(next.p);
+  I.params = next.p;
+  return I.end_update();
+}
+
 Status Engine::update(float lr) {
   Impl& I = *impl_;
   const int stage = I.options.stage;
@@ -293,12 +331,7 @@ Status Engine::update(float lr) {
       if (stage <= 2) I.gather_in_place(I.params, u);
     }
   }
-  Status s = I.queue.drain();
-  ++I.steps;
-  I.training = false;
-  I.in_step = false;
-  I.release_all();
-  return s;
+  return I.end_update();
 }
 
 Result<float> Engine::forward(const int32_t* inputs, const int32_t* targets, int B, int T) {

@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "endure/model.h"  // AdamWSlice
+
 namespace endure::model {
 
 struct AttentionShape {
@@ -93,8 +95,10 @@ class Backend {
   // sum of x^2 in double over fixed blocks, summed in a fixed order
   virtual double sum_squares(const float* x, size_t n) = 0;
   virtual void scale(float* x, size_t n, float factor) = 0;
-  // AdamW on [0, n): see include/endure/model.h (bc1 = 1 - b1^t, bc2_sqrt = sqrt(1 - b2^t))
-  virtual void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
+  // AdamW on [0, n): see include/endure/model.h (bc1 = 1 - b1^t, bc2_sqrt = sqrt(1 - b2^t)).
+  // Reads the state from `in` and writes it to `out`: the same memory to update in place,
+  // other memory to keep `in` as it was (a checkpoint of the state before the step).
+  virtual void adamw(AdamWSlice out, AdamWSlice in, const float* g, size_t n, float lr, float beta1,
                      float beta2, float eps, float weight_decay, float bc1, float bc2_sqrt) = 0;
 };
 

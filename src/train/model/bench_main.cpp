@@ -100,9 +100,9 @@ class ProfilingBackend final : public Backend {
     return r;
   }
   void scale(float* x, size_t n, float f) override { TIMED("scale", in_->scale(x, n, f)) }
-  void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, float b1, float b2,
+  void adamw(AdamWSlice out, AdamWSlice in, const float* g, size_t n, float lr, float b1, float b2,
              float eps, float wd, float bc1, float bc2) override {
-    TIMED("adamw", in_->adamw(p, g, m, v, n, lr, b1, b2, eps, wd, bc1, bc2))
+    TIMED("adamw", in_->adamw(out, in, g, n, lr, b1, b2, eps, wd, bc1, bc2))
   }
 #undef TIMED
 

@@ -90,19 +90,22 @@ void CpuBackend::scale(float* x, size_t n, float factor) {
 }
 
 // PyTorch's AdamW step, elementwise (see include/endure/model.h)
-void CpuBackend::adamw(float* p, const float* g, float* m, float* v, size_t n, float lr,
+void CpuBackend::adamw(AdamWSlice out, AdamWSlice in, const float* g, size_t n, float lr,
                        float beta1, float beta2, float eps, float weight_decay, float bc1,
                        float bc2_sqrt) {
   const float decay = 1.0f - lr * weight_decay;
   const float step_size = lr / bc1;
+  const float *p = in.p, *m = in.m, *v = in.v;
+  float *po = out.p, *mo = out.m, *vo = out.v;
+  // Element i reads only index i of `in` before writing index i of `out`: in place is safe.
 #pragma omp parallel for simd schedule(static)
   for (size_t i = 0; i < n; i++) {
     float mi = beta1 * m[i] + (1.0f - beta1) * g[i];
     float vi = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
-    m[i] = mi;
-    v[i] = vi;
+    mo[i] = mi;
+    vo[i] = vi;
     float denom = std::sqrt(vi) / bc2_sqrt + eps;
-    p[i] = p[i] * decay - step_size * mi / denom;
+    po[i] = p[i] * decay - step_size * mi / denom;
   }
 }
 

@@ -51,7 +51,7 @@ class CpuBackend final : public Backend {
                            const float* weight, int N, int C, int V, float alpha) override;
   double sum_squares(const float* x, size_t n) override;
   void scale(float* x, size_t n, float factor) override;
-  void adamw(float* p, const float* g, float* m, float* v, size_t n, float lr, float beta1,
+  void adamw(AdamWSlice out, AdamWSlice in, const float* g, size_t n, float lr, float beta1,
              float beta2, float eps, float weight_decay, float bc1, float bc2_sqrt) override;
 
  private:

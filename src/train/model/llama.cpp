@@ -53,6 +53,7 @@ struct Llama::Impl {
   std::vector<ParamView> views;
   size_t n_params = 0;
   float* params = nullptr;
+  bool own_params = true;  // until use_params() moves them into the caller's memory
   float* grads = nullptr;
   Weights w, dw;
 
@@ -88,7 +89,7 @@ struct Llama::Impl {
 
   ~Impl() {
     if (be) {
-      be->release(params);
+      if (own_params) be->release(params);
       be->release(grads);
       be->release(arena);
     }
@@ -261,6 +262,15 @@ void Llama::init(uint64_t seed) {
       fill_normal(p, v.numel(), stdev, seed, i);
     }
   }
+}
+
+void Llama::use_params(float* params) {
+  Impl& I = *impl_;
+  if (params == I.params) return;
+  if (I.own_params) I.be->release(I.params);
+  I.own_params = false;
+  I.params = params;
+  I.w = I.point(I.params);
 }
 
 float* Llama::params() { return impl_->params; }

@@ -11,6 +11,21 @@ std::vector<ckpt::Buffer> state_buffers(zero::Engine& engine) {
   return out;
 }
 
+Result<model::AdamWSlice> next_state(ckpt::Checkpointer& ckpt, zero::Engine& engine) {
+  const auto parts = engine.state();
+  std::vector<ckpt::BufferShape> shapes;
+  for (const char* kind : {"params.", "adam.m.", "adam.v."}) {
+    for (const auto& p : parts) {
+      if (p.name.rfind(kind, 0) == 0) shapes.push_back({p.name, p.floats * sizeof(float)});
+    }
+  }
+  auto buffers = ckpt.next_state(shapes);
+  if (!buffers.ok()) return buffers.error();
+  const std::size_t units = shapes.size() / 3;
+  auto at = [&](std::size_t i) { return static_cast<float*>((*buffers)[i].data); };
+  return model::AdamWSlice{at(0), at(units), at(2 * units)};
+}
+
 json layout_json(const zero::Layout& layout) {
   json units = json::array();
   for (std::size_t u = 0; u < layout.units(); ++u) units.push_back(layout.unit(u).count);

@@ -15,6 +15,14 @@ namespace endure::train {
 // This rank's parts, as the checkpoint engine saves them.
 std::vector<ckpt::Buffer> state_buffers(zero::Engine& engine);
 
+// Stage 0 on one rank (zero::Engine::state_movable()): the engine's state lives in the
+// checkpointer's slots and each update writes the next state into another, so that a
+// checkpoint is the state itself and a save copies nothing (ckpt::Checkpointer::
+// next_state()). A slot holds every unit's parameters, then every unit's m, then every
+// unit's v, named as state_buffers() names them: each kind back to back is the flat array
+// the engine holds. Returns the next slot's memory as the engine's three arrays.
+Result<model::AdamWSlice> next_state(ckpt::Checkpointer& ckpt, zero::Engine& engine);
+
 // What a checkpoint's metadata says of its layout: {"world": N, "units": [floats, ...]}.
 json layout_json(const zero::Layout& layout);
 

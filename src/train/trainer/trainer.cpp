@@ -104,6 +104,7 @@ struct Trainer::Impl {
   std::unique_ptr<comm::Communicator> comm;
   std::unique_ptr<zero::Engine> engine;
   std::unique_ptr<ckpt::Checkpointer> ckpt;
+  bool in_place = false;  // the state lives in the checkpointer's slots (next_state())
   std::optional<ckpt::CheckpointInfo> latest;  // the newest checkpoint, checked at open
   std::vector<int32_t> inputs, targets;
   int64_t step = 0;                // optimizer steps done
@@ -167,7 +168,7 @@ struct Trainer::Impl {
   Result<float> train_step();
   // Waits for the last checkpoint's copy, if one runs (none without checkpoints); returns
   // the seconds waited.
-  double wait_for_copy();
+  Result<double> update(float lr);
   Result<float> evaluate();
   Status save_checkpoint();
   Status finish_checkpoints();
@@ -283,10 +284,10 @@ Status Trainer::Impl::save_checkpoint() {
     if (busy > 0) tiers = ckpt::Tiers::memory;
   }
   const double t0 = now_seconds();
-  if (auto s = ckpt->save_overlapped(step, state_buffers(*engine), checkpoint_user(), tiers);
-      !s.ok()) {
-    return s;
-  }
+  Status saved =
+      in_place ? ckpt->save_in_place(step, checkpoint_user(), tiers, threads)
+               : ckpt->save_overlapped(step, state_buffers(*engine), checkpoint_user(), tiers);
+  if (!saved.ok()) return saved;
   saved_step = step;
   emit({{"checkpoint", step},
         {"stall_ms", (now_seconds() - t0) * 1e3},
@@ -322,11 +323,28 @@ Status Trainer::Impl::finish_checkpoints() {
   return Status::Ok();
 }
 
-double Trainer::Impl::wait_for_copy() {
-  if (!ckpt) return 0;
+// The optimizer step, after waiting for the memory it writes: the last checkpoint's copy
+// must be done, or (the state kept in place) the new state goes to a slot of its own, which
+// a disk write may still be reading. Returns the seconds waited.
+Result<double> Trainer::Impl::update(float lr) {
   const double t0 = now_seconds();
-  ckpt->wait_copied();  // at once when no copy runs
-  return now_seconds() - t0;
+  if (!in_place) {
+    if (ckpt) ckpt->wait_copied();  // at once when no copy runs
+    const double waited = now_seconds() - t0;
+    if (auto s = engine->update(lr); !s.ok()) return s.error();
+    return waited;
+  }
+  auto next = next_state(*ckpt, *engine);
+  if (!next.ok()) return next.error();
+  const double waited = now_seconds() - t0;
+  // The checkpoint's checksums are taken piece by piece as the update writes the state.
+  const model::AdamWSlice out = *next;
+  auto written = [this, out](int thread, size_t begin, size_t end) {
+    const size_t bytes = (end - begin) * sizeof(float);
+    for (float* base : {out.p, out.m, out.v}) ckpt->state_written(thread, base + begin, bytes);
+  };
+  if (auto s = engine->update_into(lr, out, written); !s.ok()) return s.error();
+  return waited;
 }
 
 Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -409,10 +427,18 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
   impl->engine = std::move(*engine);
   if (impl->ckpt) {
     if (auto s = impl->restore(); !s.ok()) return s.error();
-    // The staging memory is made ready now, not in the first checkpoint's stall.
-    size_t bytes = 0;
-    for (const auto& b : state_buffers(*impl->engine)) bytes += b.size;
-    impl->ckpt->reserve(bytes);
+    if (impl->engine->state_movable()) {
+      // The state moves into the checkpointer's slots: a checkpoint is then the state itself.
+      auto slot = next_state(*impl->ckpt, *impl->engine);
+      if (!slot.ok()) return make_error(slot.error().code, "ckpt: " + slot.error().message);
+      if (auto s = impl->engine->move_state(*slot); !s.ok()) return s.error();
+      impl->in_place = true;
+    } else {
+      // The staging memory is made ready now, not in the first checkpoint's stall.
+      size_t bytes = 0;
+      for (const auto& b : state_buffers(*impl->engine)) bytes += b.size;
+      impl->ckpt->reserve(bytes);
+    }
   }
   if (!config.log.empty() && ranks->rank == 0) {
     impl->log = std::fopen(config.log.c_str(), "a");
@@ -471,9 +497,8 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
     const float max_norm = c.clip > 0 ? c.clip : std::numeric_limits<float>::infinity();
     auto norm = t.engine->clip(max_norm);
     if (!norm.ok()) return norm.error();
-    // The state is written from here on: the last checkpoint's copy must be done.
-    const double copy_wait = t.wait_for_copy();
-    if (auto s = t.engine->update(lr); !s.ok()) return s.error();
+    auto copy_wait = t.update(lr);
+    if (!copy_wait.ok()) return copy_wait.error();
     ++t.step;
     const double dt = now_seconds() - t0;
     tokens += tokens_per_step;
@@ -489,7 +514,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
             {"mfu", t.mfu(tokens_per_step / dt)},
             {"comm_ms", t.engine->comm_seconds() * 1e3},
             {"comm_exposed_ms", t.engine->exposed_seconds() * 1e3},
-            {"ckpt_copy_wait_ms", copy_wait * 1e3},
+            {"ckpt_copy_wait_ms", *copy_wait * 1e3},
             {"elapsed_s", now_seconds() - start}});
 
     if (t.val && (t.step % c.eval_every == 0 || t.step == c.steps)) {

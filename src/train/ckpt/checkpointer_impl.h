@@ -1,0 +1,81 @@
+// The save side's shared state: what checkpointer.cpp (saves that copy the caller's
+// buffers) and in_place.cpp (saves of a state the checkpointer holds) both work on.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/json.h"
+#include "endure/checkpoint.h"
+#include "train/ckpt/snapshot.h"
+#include "train/ckpt/staging.h"
+#include "train/ckpt/streaming_checksums.h"
+#include "train/ckpt/tiers.h"
+
+namespace endure::ckpt {
+
+// Saves that copy take turns on the first two slots; a state kept in place uses all three.
+inline constexpr int kCopySlots = 2;
+
+struct Checkpointer::Impl {
+  struct Job {
+    int64_t step = -1;  // -1: only size the slot to `bytes`, touching its pages
+    int slot = 0;
+    json user;
+    json layout;
+    std::vector<std::string> checksums;  // empty: the persist takes them
+    bool memory = false;  // the memory tier's descriptor and commit are still to write
+    bool disk = false;    // the local disk and shared tiers are to be written
+    size_t bytes = 0;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Job> queue;
+  bool writing = false;  // the worker holds a job
+  bool stop = false;
+  int64_t last_step = -1;
+  bool slot_busy[kSlots] = {};
+  int next_slot = 0;     // saves that copy: the slot the next one takes
+  int newest_slot = -1;  // the slot of the newest save (or, at open, the newest memory copy)
+  int disk_pending = 0;  // saves whose disk tiers are not yet written
+  int disk_slot = -1;    // the slot of the last save to every tier
+  // The save each slot holds (step -1: none), for flush() to write a memory-only one to
+  // the disk tiers.
+  Job held[kSlots];
+  std::vector<StagingSlot> slots;
+  Status status;  // the first failure since the last wait()
+  std::thread worker;
+  // save_overlapped()'s copy and the thread running it, until the next save or wait().
+  std::thread copier;
+  std::shared_ptr<Snapshot> copying;
+  // Saves copy the caller's buffers, or the checkpointer holds the state: never both.
+  enum class Mode { unset, copy, in_place } mode = Mode::unset;
+  // A state kept in place: the slot holding it (-1: none yet) and each slot's layout.
+  int state_slot = -1;
+  json state_layout[kSlots];
+  StreamingChecksums state_checksums;  // of the slot handed out last
+
+  // A state kept in place: the slot the next state goes to. REQUIRES: mu held.
+  int free_slot() const;
+
+  // Has the worker size `slot` to `bytes` (its pages touched) unless it is in use or
+  // already that size. REQUIRES: mu held.
+  void queue_prepare(int slot, size_t bytes) {
+    if (slot_busy[slot] || slots[slot].size() == bytes) return;
+    slot_busy[slot] = true;
+    queue.push_back({-1, slot, {}, {}, {}, false, false, bytes});
+  }
+};
+
+// The memory tier's part of a save: the slot is already its shard, so only the descriptor
+// is written, and the step committed once every rank of the node has written its own.
+void persist_memory(const Options& o, int64_t step, const json& user, const json& layout,
+                    const StagingSlot& slot, const std::vector<std::string>& chunks);
+
+}  // namespace endure::ckpt

@@ -1,0 +1,98 @@
+#include "train/ckpt/streaming_checksums.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "train/ckpt/format.h"
+
+namespace endure::ckpt {
+
+struct StreamingChecksums::Chunk {
+  std::atomic<int> owner{-1};  // the thread hashing it (-1: none yet)
+  std::atomic<bool> spoiled{false};
+  size_t next = 0;  // the offset the owner's next piece must start at
+  bool done = false;
+  uint64_t digest = 0;
+  XXH3_state_t* state = XXH3_createState();
+  ~Chunk() { XXH3_freeState(state); }
+};
+
+StreamingChecksums::StreamingChecksums() = default;
+StreamingChecksums::~StreamingChecksums() = default;
+
+void StreamingChecksums::reset(const uint8_t* base, size_t size, size_t chunk_bytes,
+                               size_t prefix) {
+  base_ = base;
+  size_ = size;
+  chunk_bytes_ = chunk_bytes;
+  count_ = size == 0 ? 1 : (size + chunk_bytes - 1) / chunk_bytes;
+  if (count_ > allocated_) {
+    chunks_ = std::make_unique<Chunk[]>(count_);
+    allocated_ = count_;
+  }
+  for (size_t c = 0; c < count_; ++c) {
+    Chunk& ch = chunks_[c];
+    ch.owner.store(-1, std::memory_order_relaxed);
+    ch.spoiled.store(false, std::memory_order_relaxed);
+    ch.next = c * chunk_bytes;
+    ch.done = false;
+    XXH3_64bits_reset(ch.state);
+  }
+  if (prefix > 0 && prefix < chunk_bytes && size > 0) {
+    XXH3_64bits_update(chunks_[0].state, base, std::min(prefix, size));
+    chunks_[0].next = std::min(prefix, size);
+  }
+}
+
+void StreamingChecksums::written(int thread, const void* data, size_t bytes) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (p < base_ || p >= base_ + size_ || bytes == 0) return;
+  const size_t begin = static_cast<size_t>(p - base_), end = std::min(size_, begin + bytes);
+  for (size_t c = begin / chunk_bytes_; c * chunk_bytes_ < end; ++c) {
+    Chunk& ch = chunks_[c];
+    const size_t chunk_end = std::min(size_, (c + 1) * chunk_bytes_);
+    const size_t a = std::max(begin, c * chunk_bytes_), b = std::min(end, chunk_end);
+    if (ch.owner.load(std::memory_order_relaxed) != thread) {
+      int none = -1;
+      // Only a piece at the chunk's start (after any prefix) may claim it.
+      if (a != ch.next || !ch.owner.compare_exchange_strong(none, thread)) {
+        ch.spoiled.store(true, std::memory_order_relaxed);
+        continue;
+      }
+    }
+    if (a != ch.next) {
+      ch.spoiled.store(true, std::memory_order_relaxed);
+      continue;
+    }
+    XXH3_64bits_update(ch.state, base_ + a, b - a);
+    ch.next = b;
+    if (b == chunk_end) {
+      ch.digest = XXH3_64bits_digest(ch.state);
+      ch.done = true;
+    }
+  }
+}
+
+std::vector<std::string> StreamingChecksums::finish(unsigned threads) {
+  std::vector<std::string> out(count_);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t c; (c = next.fetch_add(1)) < count_;) {
+      const Chunk& ch = chunks_[c];
+      const size_t off = c * chunk_bytes_;
+      const bool streamed = ch.done && !ch.spoiled.load(std::memory_order_relaxed);
+      out[c] = streamed ? digest_hex(ch.digest)
+                        : checksum_hex(base_ + off, std::min(chunk_bytes_, size_ - off));
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (unsigned t = 1; t < std::min<size_t>(std::max(threads, 1u), count_); ++t)
+    helpers.emplace_back(work);
+  work();
+  for (auto& h : helpers) h.join();
+  return out;
+}
+
+}  // namespace endure::ckpt
