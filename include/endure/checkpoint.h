@@ -155,11 +155,12 @@ class Checkpointer {
   Status save_in_place(int64_t step, const json& user = json::object(), Tiers tiers = Tiers::all,
                        unsigned threads = 0);
   // Optional, while the caller writes the state into the slot handed out: bytes [data, data
-  // + bytes) of it are final, written by the caller's thread number `thread`. A checksum
-  // chunk that one thread reports from its start to its end in order is hashed then, while
-  // its bytes are in cache, instead of read again by save_in_place(). Safe from many
-  // threads at once; not with next_state() or save_in_place().
-  void state_written(int thread, const void* data, size_t bytes);
+  // + bytes) of it are final, written by the caller's thread number `thread`, and `copy`
+  // (when given) holds the same bytes in cache. A checksum chunk that one thread reports
+  // from its start to its end in order is hashed then, instead of read again from memory by
+  // save_in_place(). Safe from many threads at once; not with next_state() or
+  // save_in_place().
+  void state_written(int thread, const void* data, size_t bytes, const void* copy = nullptr);
 
   // Whether a save's disk tiers (local disk, shared folder) are still to be written: a
   // save to every tier now would wait behind it or queue. Ranks must agree on a save's

@@ -187,10 +187,11 @@ class AdamW {
   // m() and v(), and writes the new ones to next (size() floats each), whose m and v
   // become m() and v(). The memory read is left as it was: the state before the step, bit
   // for bit. With `written`: each thread of the update writes one contiguous range of the
-  // buffers in pieces, in increasing order, and after each piece calls written(thread,
-  // begin, end) for the floats [begin, end) of next.p, next.m and next.v it made final (a
-  // checkpoint takes its checksums there while the bytes are still in cache).
-  using Written = std::function<void(int thread, size_t begin, size_t end)>;
+  // buffers in pieces, in increasing order, and for each piece calls written(thread, begin,
+  // end, values): the floats [begin, end) of next.p, next.m and next.v are final, and
+  // values holds a copy of them still in cache (a checkpoint takes its checksums there).
+  // The piece then goes to `next` with stores that bypass the cache.
+  using Written = std::function<void(int thread, size_t begin, size_t end, AdamWSlice values)>;
   void update_into(const float* params, const float* grads, float lr, AdamWSlice next,
                    const Written& written = {});
   // The moments are now the size() floats at m and v each, the caller's memory, kept alive
@@ -209,7 +210,8 @@ class AdamW {
   Backend* backend_;
   float* m_;
   float* v_;
-  bool own_moments_ = true;  // until update_into() moves them into the caller's memory
+  bool own_moments_ = true;     // until update_into() moves them into the caller's memory
+  std::vector<float> scratch_;  // update_into() with `written`: each thread's pieces
   void run(AdamWSlice out, AdamWSlice in, const float* grads, float lr, const Written& written);
   std::vector<std::pair<size_t, size_t>> decay_ranges_;  // [begin, end) that decay
   std::vector<std::pair<size_t, size_t>> plain_ranges_;  // the rest

@@ -188,6 +188,13 @@ TEST(StreamingChecksums, AreTheChunksChecksumsHoweverTheWritesAreReported) {
   sums.reset(bytes.data(), size, chunk, prefix);
   report(0, prefix, size, 1000);
   EXPECT_EQ(sums.finish(2), want);
+  // The same, each piece read from a copy of it (where a writer keeps it in cache).
+  const auto copy = bytes;
+  sums.reset(bytes.data(), size, chunk, prefix);
+  for (size_t at = prefix; at < size; at += 1000) {
+    sums.written(0, bytes.data() + at, std::min<size_t>(1000, size - at), copy.data() + at);
+  }
+  EXPECT_EQ(sums.finish(2), want);
   // Two threads meeting inside chunk 5, each in order.
   sums.reset(bytes.data(), size, chunk, prefix);
   report(1, 5 * chunk + 100, size, 777);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -152,7 +153,24 @@ Trained train(const model::LlamaConfig& config, const Batch& batch, const Plan& 
         const int from = step % 3;
         const std::vector<float> before[3] = {sets[3 * from], sets[3 * from + 1],
                                               sets[3 * from + 2]};
-        ASSERT_TRUE(e.update_into(1e-3f, slice((step + 1) % 3)).ok());
+        // Every float of the new state is shown once to `written`, with its final value.
+        const int to = (step + 1) % 3;
+        const size_t n = sets[0].size();
+        std::vector<int> times(n, 0);
+        std::vector<float> seen[3] = {std::vector<float>(n), std::vector<float>(n),
+                                      std::vector<float>(n)};
+        std::mutex seen_mu;
+        auto written = [&](int, size_t b, size_t e, model::AdamWSlice values) {
+          std::lock_guard lock(seen_mu);
+          for (size_t i = b; i < e; ++i) ++times[i];
+          std::copy(values.p, values.p + (e - b), seen[0].begin() + b);
+          std::copy(values.m, values.m + (e - b), seen[1].begin() + b);
+          std::copy(values.v, values.v + (e - b), seen[2].begin() + b);
+        };
+        ASSERT_TRUE(e.update_into(1e-3f, slice(to), written).ok());
+        EXPECT_EQ(std::count(times.begin(), times.end(), 1), static_cast<long>(n));
+        for (int k = 0; k < 3; ++k)
+          EXPECT_TRUE(bitwise_equal(seen[k], sets[3 * to + k])) << "array " << k;
         for (int k = 0; k < 3; ++k) {
           ASSERT_TRUE(bitwise_equal(sets[3 * from + k], before[k]))
               << "the state before step " << step;

@@ -93,8 +93,8 @@ Result<std::vector<MutableBuffer>> Checkpointer::next_state(
   return out;
 }
 
-void Checkpointer::state_written(int thread, const void* data, size_t bytes) {
-  impl_->state_checksums.written(thread, data, bytes);
+void Checkpointer::state_written(int thread, const void* data, size_t bytes, const void* copy) {
+  impl_->state_checksums.written(thread, data, bytes, copy);
 }
 
 Status Checkpointer::save_in_place(int64_t step, const json& user, Tiers tiers, unsigned threads) {

@@ -24,9 +24,10 @@ class StreamingChecksums {
   // Starts over on [base, base + size), of which the first `prefix` bytes (below
   // chunk_bytes) are final already.
   void reset(const uint8_t* base, size_t size, size_t chunk_bytes, size_t prefix);
-  // Bytes [data, data + bytes) are final, written by `thread` (>= 0). Bytes outside the
-  // memory given to reset() are ignored.
-  void written(int thread, const void* data, size_t bytes);
+  // Bytes [data, data + bytes) are final, written by `thread` (>= 0); `copy`, when given,
+  // holds the same bytes where they are faster to read (in cache). Bytes outside the memory
+  // given to reset() are ignored.
+  void written(int thread, const void* data, size_t bytes, const void* copy = nullptr);
   // Every chunk's checksum (16 hex digits): those taken on the way, the others now, on
   // `threads` threads. REQUIRES: no written() call running.
   std::vector<std::string> finish(unsigned threads);

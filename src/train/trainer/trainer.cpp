@@ -169,6 +169,10 @@ struct Trainer::Impl {
   // Waits for the last checkpoint's copy, if one runs (none without checkpoints); returns
   // the seconds waited.
   Result<double> update(float lr);
+  // Whether a checkpoint is due once `done` steps are.
+  bool save_due_after(int64_t done) const {
+    return done % config.ckpt_every == 0 || done == config.steps;
+  }
   Result<float> evaluate();
   Status save_checkpoint();
   Status finish_checkpoints();
@@ -337,13 +341,20 @@ Result<double> Trainer::Impl::update(float lr) {
   auto next = next_state(*ckpt, *engine);
   if (!next.ok()) return next.error();
   const double waited = now_seconds() - t0;
-  // The checkpoint's checksums are taken piece by piece as the update writes the state.
+  // The state a save is due for has its checksums taken piece by piece as the update
+  // writes it (a save at an unplanned step, on a stop, takes them itself).
   const model::AdamWSlice out = *next;
-  auto written = [this, out](int thread, size_t begin, size_t end) {
+  auto written = [this, out](int thread, size_t begin, size_t end, model::AdamWSlice values) {
     const size_t bytes = (end - begin) * sizeof(float);
-    for (float* base : {out.p, out.m, out.v}) ckpt->state_written(thread, base + begin, bytes);
+    ckpt->state_written(thread, out.p + begin, bytes, values.p);
+    ckpt->state_written(thread, out.m + begin, bytes, values.m);
+    ckpt->state_written(thread, out.v + begin, bytes, values.v);
   };
-  if (auto s = engine->update_into(lr, out, written); !s.ok()) return s.error();
+  const bool save_due = save_due_after(step + 1);
+  if (auto s = engine->update_into(lr, out, save_due ? written : model::AdamW::Written());
+      !s.ok()) {
+    return s.error();
+  }
   return waited;
 }
 
@@ -522,7 +533,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
       if (!val_loss.ok()) return val_loss.error();
       t.emit({{"eval", true}, {"step", t.step}, {"val_loss", *val_loss}});
     }
-    if (t.ckpt && (t.step % c.ckpt_every == 0 || t.step == c.steps)) {
+    if (t.ckpt && t.save_due_after(t.step)) {
       if (auto s = t.save_checkpoint(); !s.ok()) return s.error();
     }
   }
