@@ -205,6 +205,8 @@ class Checkpointer {
   explicit Checkpointer(Options options);
   void invalidate_memory_copy(int slot);
   Status prepare_slot(int slot, size_t bytes);
+  // Tiers::memory needs a memory tier.
+  Status check_tiers(Tiers tiers) const;
   // save()'s parts: checks the request and claims a staging slot sized for it (returns
   // the slot).
   Result<int> begin_save(int64_t step, const std::vector<Buffer>& buffers, Tiers tiers);

@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <mutex>
 #include <set>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "common/fs.h"
 #include "common/log.h"
@@ -148,6 +147,10 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
   Checkpointer* self = c.get();
   im.worker = std::thread([self] {
     pthread_setname_np(pthread_self(), "ckpt-persist");  // as ps and perf show it
+    // Disk writes wait on the disk, not the cores: at idle priority their few cycles come
+    // from what training leaves, and a save due while one is still written goes to the
+    // memory tier alone (the disk falls behind, training does not wait).
+    run_at_idle_priority();
     Impl& im = *self->impl_;
     for (;;) {
       std::unique_lock lock(im.mu);
@@ -251,23 +254,23 @@ bool Checkpointer::disk_busy() const {
   return impl_->disk_pending > 0;
 }
 
-Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& buffers,
-                                     Tiers tiers) {
-  if (buffers.empty()) return make_error("ValidationException", "buffers: at least one");
-  std::set<std::string> names;
-  for (const auto& b : buffers) {
-    if (b.name.empty()) return make_error("ValidationException", "buffers: a name is empty");
-    if (!names.insert(b.name).second) {
-      return make_error("ValidationException", "buffers: name \"" + b.name + "\" given twice");
-    }
-    if (b.size > 0 && b.data == nullptr) {
-      return make_error("ValidationException", "buffers: \"" + b.name + "\" has no data");
-    }
-  }
+Status Checkpointer::check_tiers(Tiers tiers) const {
   if (tiers == Tiers::memory && options_.memory_dir.empty()) {
     return make_error("ValidationException",
                       "tiers: a save to the memory tier alone needs a memory tier (memory_dir)");
   }
+  return {};
+}
+
+Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& buffers,
+                                     Tiers tiers) {
+  if (auto s = check_names(buffers, "buffers"); !s) return s.error();
+  for (const auto& b : buffers) {
+    if (b.size > 0 && b.data == nullptr) {
+      return make_error("ValidationException", "buffers: \"" + b.name + "\" has no data");
+    }
+  }
+  if (auto s = check_tiers(tiers); !s) return s.error();
   Impl& im = *impl_;
   std::unique_lock lock(im.mu);
   if (im.mode == Impl::Mode::in_place) {

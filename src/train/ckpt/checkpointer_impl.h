@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -72,6 +73,20 @@ struct Checkpointer::Impl {
     queue.push_back({-1, slot, {}, {}, {}, false, false, bytes});
   }
 };
+
+// A save's buffers, or a state's shapes (`field`): at least one, each named, no name twice.
+template <class Named>
+Status check_names(const std::vector<Named>& named, const std::string& field) {
+  if (named.empty()) return make_error("ValidationException", field + ": at least one");
+  std::set<std::string> names;
+  for (const auto& b : named) {
+    if (b.name.empty()) return make_error("ValidationException", field + ": a name is empty");
+    if (!names.insert(b.name).second) {
+      return make_error("ValidationException", field + ": name \"" + b.name + "\" given twice");
+    }
+  }
+  return {};
+}
 
 // The memory tier's part of a save: the slot is already its shard, so only the descriptor
 // is written, and the step committed once every rank of the node has written its own.

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 #include <thread>
 
 #include "endure/checkpoint.h"
@@ -13,21 +12,6 @@
 #include "train/ckpt/format.h"
 
 namespace endure::ckpt {
-namespace {
-
-Status check_shapes(const std::vector<BufferShape>& shapes) {
-  if (shapes.empty()) return make_error("ValidationException", "shapes: at least one");
-  std::set<std::string> names;
-  for (const auto& b : shapes) {
-    if (b.name.empty()) return make_error("ValidationException", "shapes: a name is empty");
-    if (!names.insert(b.name).second) {
-      return make_error("ValidationException", "shapes: name \"" + b.name + "\" given twice");
-    }
-  }
-  return {};
-}
-
-}  // namespace
 
 // The slot the next state goes to: neither the one holding the state now (the caller reads
 // it) nor the one the last save to every tier is written from; of those left, one that does
@@ -43,7 +27,7 @@ int Checkpointer::Impl::free_slot() const {
 
 Result<std::vector<MutableBuffer>> Checkpointer::next_state(
     const std::vector<BufferShape>& shapes) {
-  if (auto s = check_shapes(shapes); !s) return s.error();
+  if (auto s = check_names(shapes, "shapes"); !s) return s.error();
   json layout = json::array();
   size_t total = kShardHeaderBytes;
   for (const auto& b : shapes) {
@@ -98,10 +82,7 @@ void Checkpointer::state_written(int thread, const void* data, size_t bytes, con
 }
 
 Status Checkpointer::save_in_place(int64_t step, const json& user, Tiers tiers, unsigned threads) {
-  if (tiers == Tiers::memory && options_.memory_dir.empty()) {
-    return make_error("ValidationException",
-                      "tiers: a save to the memory tier alone needs a memory tier (memory_dir)");
-  }
+  if (auto s = check_tiers(tiers); !s) return s;
   Impl& im = *impl_;
   std::unique_lock lock(im.mu);
   if (im.state_slot < 0) {
