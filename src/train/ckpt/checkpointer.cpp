@@ -1,4 +1,3 @@
-#include <fmt/format.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -8,8 +7,9 @@
 #include <deque>
 #include <functional>
 #include <mutex>
-#include <set>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "common/fs.h"
 #include "common/log.h"
