@@ -160,8 +160,9 @@ int main(int argc, char** argv) {
     // touched destination of the shard's size (the real peer: it pays for the same memory
     // the restore fills). The page cache is dropped before each. The first read after the
     // writes just made runs while the disk is still busy with them (5x slower at times
-    // here): one read settles it uncounted; then the three take turns, each first once,
-    // and each figure is the mean of three.
+    // here): one read settles it uncounted; then the three take turns, each first in turn,
+    // and each figure is the median of five (the disk's pace changes between reads: a mean
+    // carries one slow read into the round's ratio).
     std::vector<ckpt::MutableBuffer> into = {{"weights", weights.data(), weights.size()},
                                              {"moments", moments.data(), moments.size()}};
     auto shard = ckpt::step_dir(dir, kNewest) / ckpt::shard_name(0);
@@ -180,8 +181,8 @@ int main(int argc, char** argv) {
         },
         [&] { return sequential_read_seconds(shard, nullptr); },
         [&] { return sequential_read_seconds(shard, &touched); }};
-    std::array<double, 3> means = {};  // restore, hot read, touched read
-    constexpr int kTurns = 3;
+    std::array<std::vector<double>, 3> turns;  // restore, hot read, touched read
+    constexpr int kTurns = 5;
     for (int turn = 0; turn < kTurns; ++turn) {
       for (int k = 0; k < 3; ++k) {
         const int m = (turn + k) % 3;
@@ -190,10 +191,10 @@ int main(int argc, char** argv) {
           if (m > 0) std::fprintf(stderr, "cannot read %s: %s\n", shard.c_str(), std::strerror(errno));
           return 1;
         }
-        means[m] += seconds / kTurns;
+        turns[m].push_back(seconds);
       }
     }
-    const double restore_s = means[0], read_s = means[1], read_touched_s = means[2];
+    const double restore_s = median(turns[0]), read_s = median(turns[1]), read_touched_s = median(turns[2]);
 
     // Naive: serialize into a new buffer, write and fsync, all in the caller's thread.
     auto naive_path = root / ("naive-" + std::to_string(mib) + ".bin");
