@@ -1,11 +1,11 @@
 // Saves of a state the checkpointer holds (include/endure/checkpoint.h, next_state()): the
 // caller's optimizer writes each step's state straight into a slot laid out as a shard, so
 // a save is the slot's checksums and a commit, with no copy. Three slots take turns.
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cstring>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "endure/checkpoint.h"
 #include "train/ckpt/checkpointer_impl.h"

@@ -166,8 +166,7 @@ struct Trainer::Impl {
   Status check_checkpoint();
   Status restore();
   Result<float> train_step();
-  // Waits for the last checkpoint's copy, if one runs (none without checkpoints); returns
-  // the seconds waited.
+  // The optimizer step, after waiting for the memory it writes; returns the seconds waited.
   Result<double> update(float lr);
   // Whether a checkpoint is due once `done` steps are.
   bool save_due_after(int64_t done) const {
