@@ -1,6 +1,7 @@
 // Slurm's view of the node set kept equal to the layout: slurm.conf and the hosts file
 // written into every running node, then slurmctld reconfigured (or restarted when the node
-// set changed), and the applied version recorded on the cluster.
+// set changed), and the applied version recorded on the cluster. A new cluster whose nodes
+// all hold the files they were launched with is recorded as applied without a reconfigure.
 #pragma once
 
 #include "provider/node_provider.h"
