@@ -4,7 +4,7 @@
 #   bash bench/autoresume/run.sh            # TRIALS (5) auto-resume trials + the peer rows,
 #                                           # then the same trials on hosts over SSH
 #   bash bench/autoresume/run.sh --no-hosts # local nodes only
-#   bash bench/autoresume/run.sh --smoke    # 1 trial, PEER_WAIT 20 s, local nodes only: a
+#   bash bench/autoresume/run.sh --smoke    # 1 trial, PEER_WAIT 10 s, local nodes only: a
 #                                           # quick end-to-end check
 #
 # Env: TRIALS (default 5), PEER_WAIT (default 180 s), BENCH_PORT (endured's port, 7400),
@@ -35,7 +35,7 @@ done
 TRIALS=${TRIALS:-5}
 IDX=${BENCH_CLUSTER_INDEX:-1}
 PEER_WAIT=${PEER_WAIT:-180}
-if [ "$SMOKE" = 1 ]; then TRIALS=1; PEER_WAIT=20; fi
+if [ "$SMOKE" = 1 ]; then TRIALS=1; PEER_WAIT=10; fi
 case "$TRIALS$PEER_WAIT$IDX" in *[!0-9]*|'') echo "run.sh: TRIALS, PEER_WAIT and BENCH_CLUSTER_INDEX must be whole numbers" >&2; exit 2 ;; esac
 [ "$TRIALS" -ge 1 ] || { echo "run.sh: TRIALS must be at least 1" >&2; exit 2; }
 [ "$IDX" -ge 1 ] && [ "$IDX" -le 12 ] || { echo "run.sh: BENCH_CLUSTER_INDEX must be from 1 to 12" >&2; exit 2; }
@@ -372,7 +372,7 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
         if hmed and hwmed:
             print("ratio hosts cold / warm median fault->re-run: %.1fx" % (hmed / hwmed))
     if smoke:
-        print("(smoke run: 1 trial, PEER_WAIT 20 s, no hosts: a check that the bench works, not a measurement)")
+        print("(smoke run: 1 trial, PEER_WAIT 10 s, no hosts: a check that the bench works, not a measurement)")
     for n in notes:
         print("note: " + n)
     out = {
