@@ -14,8 +14,7 @@ namespace endure::ckpt {
 
 struct StreamingChecksums::Chunk {
   std::atomic<int> owner{-1};  // the thread hashing it (-1: none yet)
-  std::atomic<bool> spoiled{false};
-  size_t next = 0;  // the offset the owner's next piece must start at
+  size_t next = 0;             // the end of the bytes hashed so far, from the chunk's start
   bool done = false;
   uint64_t digest = 0;
   XXH3_state_t* state = XXH3_createState();
@@ -38,7 +37,6 @@ void StreamingChecksums::reset(const uint8_t* base, size_t size, size_t chunk_by
   for (size_t c = 0; c < count_; ++c) {
     Chunk& ch = chunks_[c];
     ch.owner.store(-1, std::memory_order_relaxed);
-    ch.spoiled.store(false, std::memory_order_relaxed);
     ch.next = c * chunk_bytes;
     ch.done = false;
     XXH3_64bits_reset(ch.state);
@@ -60,16 +58,13 @@ void StreamingChecksums::written(int thread, const void* data, size_t bytes, con
     const size_t a = std::max(begin, c * chunk_bytes_), b = std::min(end, chunk_end);
     if (ch.owner.load(std::memory_order_relaxed) != thread) {
       int none = -1;
-      // Only a piece at the chunk's start (after any prefix) may claim it.
-      if (a != ch.next || !ch.owner.compare_exchange_strong(none, thread)) {
-        ch.spoiled.store(true, std::memory_order_relaxed);
-        continue;
-      }
+      // Only a piece at the chunk's start (after any prefix) may claim it; the others'
+      // pieces are read again at finish(), past the owner's run.
+      if (a != ch.next || !ch.owner.compare_exchange_strong(none, thread)) continue;
     }
-    if (a != ch.next) {
-      ch.spoiled.store(true, std::memory_order_relaxed);
-      continue;
-    }
+    // A gap ends the owner's run where it is; a piece that closes it carries the run on,
+    // since every byte is reported once, final.
+    if (a != ch.next) continue;
     XXH3_64bits_update(ch.state, from + (a - begin), b - a);
     ch.next = b;
     if (b == chunk_end) {
@@ -84,11 +79,16 @@ std::vector<std::string> StreamingChecksums::finish(unsigned threads) {
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t c; (c = next.fetch_add(1)) < count_;) {
-      const Chunk& ch = chunks_[c];
-      const size_t off = c * chunk_bytes_;
-      const bool streamed = ch.done && !ch.spoiled.load(std::memory_order_relaxed);
-      out[c] = digest_hex(streamed ? ch.digest
-                                   : XXH3_64bits(base_ + off, std::min(chunk_bytes_, size_ - off)));
+      Chunk& ch = chunks_[c];
+      if (!ch.done) {
+        // The rest of the chunk past the run hashed on the way (the whole chunk if none).
+        const size_t end = std::min(size_, (c + 1) * chunk_bytes_);
+        XXH3_64bits_update(ch.state, base_ + ch.next, end - ch.next);
+        ch.digest = XXH3_64bits_digest(ch.state);
+        ch.next = end;
+        ch.done = true;
+      }
+      out[c] = digest_hex(ch.digest);
     }
   };
   std::vector<std::thread> helpers;

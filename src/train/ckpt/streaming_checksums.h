@@ -2,7 +2,9 @@
 // one thread writes from its start to its end, in order, is hashed piece by piece as the
 // writer reports each piece final, while its bytes are still in cache, so that a save does
 // not read the state from memory again. A chunk written any other way (by two threads, out
-// of order, or not reported) is hashed whole when the checksums are asked for.
+// of order, or not reported) is hashed when the checksums are asked for, from where its
+// in-order run from the start ended: a chunk two threads share is read again only past the
+// first one's part.
 #pragma once
 
 #include <atomic>
