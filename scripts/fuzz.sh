@@ -8,8 +8,10 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      # default 60 s each, every target
 #   scripts/fuzz.sh --smoke SECONDS TARGET     # CTest's pass: no build (77, skipped, without one)
-# Env: FUZZ_BUILD (the build folder, default build-fuzz). Needs clang and libFuzzer (Debian:
-# clang, libclang-rt-14-dev).
+# Env: FUZZ_BUILD (the build folder, default build-fuzz), SANITIZE_BUILD_TYPE (default
+# RelWithDebInfo: optimized, for the most executions a second; the folder is
+# scripts/test.sh's, which builds it Debug). Needs clang and libFuzzer (Debian: clang,
+# libclang-rt-14-dev).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 smoke=false
@@ -28,7 +30,7 @@ if $smoke; then
   done
 else
   command -v clang++ >/dev/null || { echo "fuzz.sh: needs clang (scripts/setup.sh installs it)" >&2; exit 2; }
-  CC=clang CXX=clang++ cmake -S . -B "$build" -DENDURE_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  CC=clang CXX=clang++ cmake -S . -B "$build" -DENDURE_FUZZ=ON -DCMAKE_BUILD_TYPE="${SANITIZE_BUILD_TYPE:-RelWithDebInfo}" >/dev/null
   cmake --build "$build" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
 fi
 findings=$build/findings
