@@ -17,6 +17,7 @@ packages=(
   libxxhash-dev
   libopenblas-dev libsentencepiece-dev sentencepiece libzstd-dev zstd
   libgloo-dev
+  libcurl4-openssl-dev
   openssh-client openssh-server sshfs openssl
   prometheus chromium chromium-driver python3-selenium python3-matplotlib fonts-dejavu-core
 )
@@ -38,6 +39,19 @@ if ((${#missing[@]})); then
   fi
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   [ -z "$guard" ] || rm -f "$guard"
+fi
+
+# The S3-compatible server the S3 tests start (tools/s3rver: s3rver, which checks SigV4
+# signatures), from npm at the versions package-lock.json pins; again only when the lock
+# changed. node and npm from Debian where the machine has none.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "setup: installing nodejs npm"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+if ! cmp -s tools/s3rver/package-lock.json tools/s3rver/node_modules/.endure-installed-lock; then
+  (cd tools/s3rver && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+    cp package-lock.json node_modules/.endure-installed-lock)
 fi
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
