@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "api/wire.h"
+#include "s3/s3_uri.h"
 #include "spec/instance_types.h"
 #include "spec/shared_fs.h"
 
@@ -148,7 +149,14 @@ LifeCycleConfig check_lifecycle(const json& group, const std::string& group_path
   check_known_keys(*it, path, kLifeCycleFields, errors);
   const std::string source_path = join_path(path, "SourceS3Uri");
   if (auto source = read_string_field(*it, "SourceS3Uri", source_path, errors, true)) {
-    if (valid_source_uri(*source)) {
+    std::string bucket_problem;
+    if (source->starts_with("s3://")) {
+      std::string rest = source->substr(5);
+      bucket_problem = s3::bucket_name_problem(rest.substr(0, rest.find('/')));
+    }
+    if (!bucket_problem.empty()) {
+      errors.push_back({source_path, "s3://BUCKET/PREFIX: " + bucket_problem});
+    } else if (valid_source_uri(*source)) {
       out.source_uri = *source;
     } else {
       errors.push_back({source_path,

@@ -8,6 +8,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "provider/host/host_probe.h"
+#include "s3/lifecycle_cache.h"
 
 namespace endure::provider {
 
@@ -67,6 +68,10 @@ Result<int> HostProvider::launch(const LaunchRequest& request) {
   }
   auto ca = fs::read_file(ca_file_);
   if (!ca) return ca.error();
+  // An s3:// source: the snapshot this cluster first ran, while its source stays the same.
+  auto lifecycle_source = s3::pin_lifecycle_snapshot(
+      cache_root_ / request.cluster_id / "lifecycle-pins", request.lifecycle_source);
+  if (!lifecycle_source) return lifecycle_source.error();
   auto ssh = reach(*host);
   Status done = check_host_basics(ssh, kCheckTimeout);
   // A fresh boot: what an earlier attempt left (its agent, its lifecycle outcome) goes first.
@@ -74,6 +79,7 @@ Result<int> HostProvider::launch(const LaunchRequest& request) {
   if (done) {
     // The host keeps its own name resolution: nodes reach each other by Slurm's NodeAddr.
     LaunchRequest on_host = request;
+    on_host.lifecycle_source = *lifecycle_source;
     std::erase_if(on_host.files, [](const auto& f) { return f.first == node::kHostsPath; });
     done = bootstrap_host(ssh, software_, on_host, *ca);
   }

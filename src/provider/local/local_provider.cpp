@@ -20,6 +20,7 @@
 #include "common/crash_point.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "s3/lifecycle_cache.h"
 #include "spec/layout.h"
 
 namespace endure::provider {
@@ -140,7 +141,11 @@ LocalProvider::LocalProvider(std::filesystem::path root, std::filesystem::path a
                              std::filesystem::path index_dir)
     : root_(std::move(root)),
       agent_path_(std::move(agent_path)),
-      indexes_(std::move(index_dir), spec::kMaxClusters) {}
+      indexes_(std::move(index_dir), spec::kMaxClusters),
+      s3_lifecycle_(std::make_unique<s3::LifecycleSourceCache>(root_.parent_path() /
+                                                               "lifecycle-s3")) {}
+
+LocalProvider::~LocalProvider() = default;
 
 Result<int> LocalProvider::claim_cluster_index(const std::string& cluster_id, int index) {
   return indexes_.claim(cluster_dir(cluster_id), index);
@@ -193,13 +198,17 @@ Result<int> LocalProvider::launch(const LaunchRequest& request) {
   }
   if (auto s = mount_local_disk(dir / "local", request.local_disk_mib); !s) return s.error();
   std::error_code ec;
+  // An s3:// source: the snapshot this cluster first ran, while its source stays the same.
+  auto lifecycle_source = s3::pin_lifecycle_snapshot(
+      cluster_dir(request.cluster_id) / "lifecycle-pins", request.lifecycle_source);
+  if (!lifecycle_source) return lifecycle_source.error();
   auto lifecycle_copy = dir / "root/opt/endure/lifecycle";
   std::filesystem::remove_all(lifecycle_copy, ec);
-  std::filesystem::copy(request.lifecycle_source, lifecycle_copy,
+  std::filesystem::copy(*lifecycle_source, lifecycle_copy,
                         std::filesystem::copy_options::recursive, ec);
   if (ec) {
     return make_error("ProviderError", "copy lifecycle scripts from " +
-                                           request.lifecycle_source.string() + ": " + ec.message());
+                                           lifecycle_source->string() + ": " + ec.message());
   }
   auto write_all = [&](const auto& files, int mode) -> Status {
     for (const auto& [path, content] : files) {
@@ -457,12 +466,7 @@ Status LocalProvider::remove_cluster(const std::string& cluster_id) {
 Result<std::filesystem::path> LocalProvider::resolve_lifecycle_source(
     const std::string& field, const std::string& source_uri, const std::string& on_create) {
   std::string path = source_uri;
-  if (path.rfind("s3://", 0) == 0) {
-    return make_error("ValidationException",
-                      field +
-                          ".SourceS3Uri: s3:// sources need object storage, which the local "
-                          "provider does not have; use a local folder or a file:// URI");
-  }
+  if (path.rfind("s3://", 0) == 0) return s3_lifecycle_->resolve(field, source_uri, on_create);
   if (path.rfind("file://", 0) == 0) path = path.substr(7);
   std::filesystem::path dir(path);
   std::error_code ec;

@@ -18,12 +18,19 @@
 //                   instance type's size mounted here on the host, so that it outlives
 //                   a reboot of the node and goes with the instance
 //       kmsg        the node's kernel log, bound over /dev/kmsg inside the node
+//   <cluster_id>/lifecycle-pins/               the s3:// lifecycle snapshot the cluster runs
+//                                              per source (s3/lifecycle_cache.h)
 #pragma once
 
 #include <filesystem>
+#include <memory>
 
 #include "provider/local/cluster_index_registry.h"
 #include "provider/node_provider.h"
+
+namespace endure::s3 {
+class LifecycleSourceCache;
+}  // namespace endure::s3
 
 namespace endure::provider {
 
@@ -55,6 +62,7 @@ class LocalProvider : public NodeProvider, public FaultDrill {
   // index_dir: the host-wide folder of cluster indexes (see cluster_index_registry.h).
   LocalProvider(std::filesystem::path root, std::filesystem::path agent_path,
                 std::filesystem::path index_dir = kHostClusterIndexDir);
+  ~LocalProvider() override;
 
   Result<int> claim_cluster_index(const std::string& cluster_id, int index) override;
   Status prepare_cluster(const std::string& cluster_id) override;
@@ -107,6 +115,9 @@ class LocalProvider : public NodeProvider, public FaultDrill {
   std::filesystem::path root_;
   std::filesystem::path agent_path_;
   ClusterIndexRegistry indexes_;
+  // s3:// lifecycle sources: snapshots in root's parent folder, lifecycle-s3/ (shared by the
+  // host provider, which resolves through this one).
+  std::unique_ptr<s3::LifecycleSourceCache> s3_lifecycle_;
 };
 
 // A ProviderError naming what failed and errno's text.
