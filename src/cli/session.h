@@ -147,5 +147,7 @@ void add_wait_options(CLI::App* verb, WaitOptions& wait, const std::string& unti
 void add_host_verbs(CLI::App& app, SessionPtr s, Selected selected);
 // list-training-runs, get-training-metrics, list-cluster-jobs (training_verbs.cpp).
 void add_training_verbs(CLI::App& app, SessionPtr s, Selected selected);
+// create-access-key, list-access-keys, delete-access-key (access_key_verbs.cpp).
+void add_access_key_verbs(CLI::App& app, SessionPtr s, Selected selected);
 
 }  // namespace endure::cli

@@ -407,6 +407,7 @@ void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>*
   add_start_health_check(app, session, selected);
   add_host_verbs(app, session, selected);
   add_training_verbs(app, session, selected);
+  add_access_key_verbs(app, session, selected);
   add_debug(app, session, selected);
   add_ckpt(app, selected);
 }

@@ -53,6 +53,10 @@ Result<json> ApiRouter::handle(const std::string& action, const json& request) {
   if (action == api::kDebugDescribeController) {
     return api::DebugDescribeControllerReply{p_.reconcile_passes()}.to_json();
   }
+  if (p_.access_keys &&
+      (action == kCreateAccessKey || action == kListAccessKeys || action == kDeleteAccessKey)) {
+    return p_.access_keys->handle(action, request);
+  }
   return make_error("UnknownOperation", "no action named " + action);
 }
 

@@ -9,6 +9,7 @@
 
 #include "common/json.h"
 #include "common/result.h"
+#include "controller/access_keys.h"
 #include "controller/agent_service.h"
 #include "controller/auto_resume_manager.h"
 #include "controller/cluster_service.h"
@@ -33,6 +34,7 @@ struct ApiParts {
   TrainingService& training;
   std::function<void()> wake_reconciler;
   std::function<long long()> reconcile_passes;
+  AccessKeys* access_keys = nullptr;  // CreateAccessKey, ListAccessKeys, DeleteAccessKey
 };
 
 class ApiRouter {

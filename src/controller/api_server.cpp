@@ -10,6 +10,8 @@
 #include "api/wire.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "controller/aws_protocol.h"
+#include "controller/sigv4.h"
 
 namespace endure::controller {
 namespace {
@@ -46,10 +48,31 @@ void reply_error(httplib::Response& res, const Error& e) {
   reply(res, http_status(e.code), {{"__type", e.code}, {"message", e.message}});
 }
 
+// A request id in the service's form (8-4-4-4-12 hex digits).
+std::string new_request_id() {
+  std::string hex = ids::random_hex(32);
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" +
+         hex.substr(16, 4) + "-" + hex.substr(20);
+}
+
+sigv4::Request signed_request(const httplib::Request& req) {
+  sigv4::Request out;
+  out.method = req.method;
+  // The path as sent, still encoded: the signature covers it so.
+  out.path = req.target.empty() ? req.path : req.target.substr(0, req.target.find('?'));
+  for (const auto& [k, v] : req.params) out.query.emplace_back(k, v);
+  for (const auto& [k, v] : req.headers) out.headers.emplace_back(k, v);
+  out.body = req.body;
+  return out;
+}
+
 }  // namespace
 
-ApiServer::ApiServer(ApiRouter& router, std::string operator_token)
-    : router_(router), token_(std::move(operator_token)), server_(new httplib::Server) {}
+ApiServer::ApiServer(ApiRouter& router, std::string operator_token, const AccessKeys* access_keys)
+    : router_(router),
+      token_(std::move(operator_token)),
+      access_keys_(access_keys),
+      server_(new httplib::Server) {}
 
 ApiServer::~ApiServer() { stop(); }
 
@@ -74,7 +97,17 @@ void ApiServer::serve(httplib::Server& server, bool agents_only, int& listen_fd)
                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
   });
-  if (!agents_only) serve_extras(server);
+  if (!agents_only) {
+    server.Post("/", [this](const httplib::Request& req, httplib::Response& res) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::string action = handle_protocol(req, res);
+      if (extras_.observe) {
+        extras_.observe(action, res.status,
+                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    });
+    serve_extras(server);
+  }
   server.set_error_handler([](const httplib::Request&, httplib::Response& res) {
     if (res.body.empty()) {
       reply(
@@ -146,6 +179,55 @@ void ApiServer::handle(const std::string& action, const httplib::Request& req,
     return reply_error(res, result.error());
   }
   reply(res, 200, *result);
+}
+
+std::string ApiServer::handle_protocol(const httplib::Request& req, httplib::Response& res) {
+  res.set_header(aws::kRequestIdHeader, new_request_id());
+  auto fail = [&res](const Error& e) {
+    res.status = aws::http_status(e.code);
+    res.set_content(aws::error_body(e).dump(), aws::kContentType);
+  };
+  std::string target = req.get_header_value(aws::kTargetHeader);
+  std::string prefix = aws::kTargetPrefix;
+  std::string action = target.rfind(prefix, 0) == 0 ? target.substr(prefix.size()) : "";
+  // Authentication before anything else: an unsigned or badly signed request learns
+  // nothing and changes nothing. Messages name no secret and no expected signature.
+  auto secret_of = [this](const std::string& id) -> std::optional<std::string> {
+    return access_keys_ ? access_keys_->secret_of(id) : std::nullopt;
+  };
+  auto who =
+      sigv4::verify(signed_request(req), secret_of, ids::now_seconds(), aws::kSigningName);
+  if (!who) {
+    log::info("{}: refused: {}: {}", target.empty() ? "POST /" : target, who.error().code,
+              who.error().message);
+    fail(who.error());
+    return "Unauthenticated";
+  }
+  if (action.empty()) {
+    fail(make_error(aws::kUnknownOperation, "X-Amz-Target: must be SageMaker.<Action>"));
+    return "Unknown";
+  }
+  if (req.get_header_value("Content-Type").rfind(aws::kContentType, 0) != 0) {
+    fail(make_error("SerializationException",
+                    std::string("Content-Type: must be ") + aws::kContentType));
+    return action;
+  }
+  json request = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+  if (request.is_discarded()) {
+    fail(make_error("SerializationException", "request body: is not valid JSON"));
+    return action;
+  }
+  auto result = aws::call(action, request, [this](const std::string& a, const json& r) {
+    return router_.handle(a, r);
+  });
+  if (!result) {
+    log::info("{} ({}): {}: {}", action, *who, result.error().code, result.error().message);
+    fail(result.error());
+    return result.error().code == aws::kUnknownOperation ? "Unknown" : action;
+  }
+  res.status = 200;
+  res.set_content(result->dump(), aws::kContentType);
+  return action;
 }
 
 Status ApiServer::start(int port) {

@@ -1,4 +1,7 @@
-// endured's HTTP front: authenticates each request and hands it to the ApiRouter.
+// endured's HTTP front: authenticates each request and hands it to the ApiRouter. Two
+// routes reach the operator actions on loopback: `POST /v1/<Action>` with the bearer token,
+// and the cloud service's protocol (`POST /` with X-Amz-Target, signed with Signature
+// Version 4 by an access key; aws_protocol.h) for the aws CLI, boto3 and the SDKs.
 #pragma once
 
 #include <functional>
@@ -7,6 +10,7 @@
 #include <thread>
 
 #include "common/result.h"
+#include "controller/access_keys.h"
 #include "controller/api_router.h"
 
 namespace httplib {
@@ -31,7 +35,10 @@ struct HttpExtras {
 
 class ApiServer {
  public:
-  ApiServer(ApiRouter& router, std::string operator_token);
+  // access_keys: the keys signed requests are checked against (none: every signed request
+  // is refused as from an unknown key).
+  ApiServer(ApiRouter& router, std::string operator_token,
+            const AccessKeys* access_keys = nullptr);
   ~ApiServer();
 
   // Binds 127.0.0.1:port (loopback only) and serves on a thread of its own.
@@ -49,9 +56,13 @@ class ApiServer {
   void serve_extras(httplib::Server& server);
   void handle(const std::string& action, const httplib::Request& req, httplib::Response& res,
               bool agents_only);
+  // POST / : the signature checked first, then the action served through aws_protocol.
+  // Returns the action for the metrics ("Unknown" for one the protocol does not serve).
+  std::string handle_protocol(const httplib::Request& req, httplib::Response& res);
 
   ApiRouter& router_;
   std::string token_;
+  const AccessKeys* access_keys_;
   HttpExtras extras_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;

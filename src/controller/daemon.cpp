@@ -68,9 +68,16 @@ int serve_until_stopped(const Config& config, const std::string& token, store::S
   AgentService agents(store, health, deep_checks, wake);
   HostService host_service(hosts);
   TrainingService training(store);
+  // The key pairs the cloud service's clients sign with, beside the token.
+  auto access_keys = AccessKeys::open(config.home / kAccessKeysFile);
+  if (!access_keys) {
+    log::error("{}", access_keys.error().message);
+    return 1;
+  }
   ApiRouter router({store, clusters, deep_checks, software_updates, faults, agents, auto_resume,
-                    host_service, training, wake, [&] { return reconciler.passes(); }});
-  ApiServer server(router, token);
+                    host_service, training, wake, [&] { return reconciler.passes(); },
+                    access_keys->get()});
+  ApiServer server(router, token, access_keys->get());
   HttpExtras extras;
   extras.console_file = console::file;
   // /metrics: rendered from the store, the agents' gauges, the API's calls and Slurm's
