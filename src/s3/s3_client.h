@@ -103,7 +103,9 @@ class S3Client {
                                const std::string& bucket, const std::string& key);
   Status check_names(const std::string& bucket, const std::string* key) const;
   // Fills buffer-or-file ranges in parallel: write(offset, data, size) per received chunk.
+  // Every range must come from the version whose ETag is etag (when not empty).
   Status ranged_get(const std::string& bucket, const std::string& key, std::uint64_t size,
+                    const std::string& etag,
                     const std::function<bool(std::uint64_t, const char*, size_t)>& write);
 
   S3Config config_;

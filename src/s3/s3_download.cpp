@@ -15,6 +15,7 @@
 namespace endure::s3 {
 
 Status S3Client::ranged_get(const std::string& bucket, const std::string& key, std::uint64_t size,
+                            const std::string& etag,
                             const std::function<bool(std::uint64_t, const char*, size_t)>& write) {
   const std::uint64_t part = config_.part_size;
   size_t ranges = static_cast<size_t>((size + part - 1) / part);
@@ -26,6 +27,9 @@ Status S3Client::ranged_get(const std::string& bucket, const std::string& key, s
     get.url = object_url(config_, bucket, key);
     get.headers.push_back("Range: bytes=" + std::to_string(offset) + "-" +
                           std::to_string(offset + length - 1));
+    // Every range from the version HEAD saw: S3 refuses the others (412), and a server that
+    // ignores If-Match still names the version it sent in its ETag, checked below.
+    if (!etag.empty()) get.headers.push_back("If-Match: " + etag);
     get.sink_reset = [&] { written = 0; };
     get.sink = [&](const char* data, size_t n) {
       // More than the range asked for: a server that ignored Range, or an object that changed.
@@ -36,6 +40,12 @@ Status S3Client::ranged_get(const std::string& bucket, const std::string& key, s
     };
     auto r = execute(get, "GetObject", bucket, key);
     if (!r) return r.error();
+    if (auto sent = r->headers.find("etag");
+        !etag.empty() && sent != r->headers.end() && sent->second != etag) {
+      return make_error("PreconditionFailed", "GetObject s3://" + bucket + "/" + key +
+                                                  ": the object changed while it was read (ETag " +
+                                                  etag + ", then " + sent->second + ")");
+    }
     if (written != length) {
       return make_error("IncompleteBody",
                         "GetObject s3://" + bucket + "/" + key + " bytes " +
@@ -56,11 +66,11 @@ Result<std::uint64_t> S3Client::download_to_buffer(const std::string& bucket,
                       "GetObject s3://" + bucket + "/" + key + ": " + std::to_string(info->size) +
                           " bytes do not fit a buffer of " + std::to_string(capacity));
   }
-  Status st =
-      ranged_get(bucket, key, info->size, [&](std::uint64_t offset, const char* data, size_t n) {
-        std::memcpy(buffer + offset, data, n);
-        return true;
-      });
+  Status st = ranged_get(bucket, key, info->size, info->etag,
+                         [&](std::uint64_t offset, const char* data, size_t n) {
+                           std::memcpy(buffer + offset, data, n);
+                           return true;
+                         });
   if (!st) return st.error();
   return info->size;
 }
@@ -86,21 +96,21 @@ Status S3Client::download_to_file(const std::string& bucket, const std::string& 
   if (::fchmod(fd, 0644) != 0) return fail("fchmod", errno);
   if (::ftruncate(fd, static_cast<off_t>(info->size)) != 0) return fail("ftruncate", errno);
   int write_errno = 0;
-  Status st =
-      ranged_get(bucket, key, info->size, [&](std::uint64_t offset, const char* data, size_t n) {
-        while (n > 0) {
-          ssize_t w = ::pwrite(fd, data, n, static_cast<off_t>(offset));
-          if (w < 0 && errno == EINTR) continue;
-          if (w <= 0) {
-            write_errno = errno;
-            return false;
-          }
-          data += w;
-          n -= static_cast<size_t>(w);
-          offset += static_cast<std::uint64_t>(w);
-        }
-        return true;
-      });
+  Status st = ranged_get(bucket, key, info->size, info->etag,
+                         [&](std::uint64_t offset, const char* data, size_t n) {
+                           while (n > 0) {
+                             ssize_t w = ::pwrite(fd, data, n, static_cast<off_t>(offset));
+                             if (w < 0 && errno == EINTR) continue;
+                             if (w <= 0) {
+                               write_errno = errno;
+                               return false;
+                             }
+                             data += w;
+                             n -= static_cast<size_t>(w);
+                             offset += static_cast<std::uint64_t>(w);
+                           }
+                           return true;
+                         });
   if (!st) {
     ::close(fd);
     ::unlink(temp.c_str());
