@@ -26,6 +26,7 @@ Result<std::string> load_or_create_token(const std::filesystem::path& path);
 
 // Serves the API (and TLS for agents when configured), runs the reconcile loop, the health
 // watch and the Slurm sampler until stop is set, then stops them; instances keep running.
+// The access keys of signed requests are read from config.home (made at the first start).
 // Returns the process's exit code.
 int serve_until_stopped(const Config& config, const std::string& token, store::Store& store,
                         provider::NodeProvider& provider, provider::HostRegistry& hosts,
