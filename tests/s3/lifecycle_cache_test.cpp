@@ -16,7 +16,7 @@
 #include "provider/local/local_provider.h"
 #include "s3/s3_error.h"
 #include "spec/cluster_spec.h"
-#include "support/s3_server.h"
+#include "support/s3_fixture.h"
 #include "support/temp_dir.h"
 
 namespace endure::s3 {
@@ -26,9 +26,7 @@ namespace sfs = std::filesystem;
 constexpr const char* kBucket = "sagemaker-lifecycle";
 constexpr const char* kField = "InstanceGroups[1].LifeCycleConfig";
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test::contains;
 
 TEST(LifecyclePin, KeepsTheFirstSnapshotUntilTheSourceChanges) {
   test::TempDir dir("endure-s3-pin");
@@ -67,25 +65,10 @@ TEST(LifecyclePin, KeepsTheFirstSnapshotUntilTheSourceChanges) {
   EXPECT_TRUE(is_lifecycle_snapshot(source / a));
 }
 
-class LifecycleCacheTest : public ::testing::Test {
+class LifecycleCacheTest : public test::S3ServerTest {
  protected:
-  void SetUp() override {
-    if (auto why = test::S3Server::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-    server_ = std::make_unique<test::S3Server>(std::vector<std::string>{kBucket});
-    Status st = server_->start();
-    ASSERT_TRUE(st) << st.error().message;
-    auto client = S3Client::create(server_->config());
-    ASSERT_TRUE(client) << client.error().message;
-    client_ = std::move(*client);
-  }
+  LifecycleCacheTest() : S3ServerTest(kBucket) {}
 
-  void put(const std::string& key, const std::string& data) {
-    Status st = client_->put_object(kBucket, key, data);
-    ASSERT_TRUE(st) << st.error().message;
-  }
-
-  std::unique_ptr<test::S3Server> server_;
-  std::unique_ptr<S3Client> client_;
   test::TempDir dir_{"endure-s3-lifecycle"};
 };
 

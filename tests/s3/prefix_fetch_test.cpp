@@ -13,7 +13,7 @@
 
 #include "common/fs.h"
 #include "s3/s3_error.h"
-#include "support/s3_server.h"
+#include "support/s3_fixture.h"
 #include "support/temp_dir.h"
 
 namespace endure::s3 {
@@ -23,9 +23,7 @@ namespace sfs = std::filesystem;
 constexpr const char* kBucket = "endure-lifecycle";
 constexpr const char* kField = "InstanceGroups[0].LifeCycleConfig";
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test::contains;
 
 // Every entry below dir, as relative paths (the cache must hold nothing else).
 std::vector<std::string> entries(const sfs::path& dir) {
@@ -51,28 +49,12 @@ TEST(PrefixFetch, RelativePathsStayInsideTheFolder) {
   EXPECT_EQ(relative_path_for("scripts/", "other/b"), "");
 }
 
-class PrefixFetchTest : public ::testing::Test {
+class PrefixFetchTest : public test::S3ServerTest {
  protected:
-  void SetUp() override {
-    if (auto why = test::S3Server::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-    server_ = std::make_unique<test::S3Server>(std::vector<std::string>{kBucket});
-    Status st = server_->start();
-    ASSERT_TRUE(st) << st.error().message;
-    auto client = S3Client::create(server_->config());
-    ASSERT_TRUE(client) << client.error().message;
-    client_ = std::move(*client);
-    ASSERT_TRUE(cache_.ok());
-  }
-
-  void put(const std::string& key, const std::string& data) {
-    Status st = client_->put_object(kBucket, key, data);
-    ASSERT_TRUE(st) << st.error().message;
-  }
+  PrefixFetchTest() : S3ServerTest(kBucket) {}
 
   sfs::path cache_root() const { return cache_.path() / "lifecycle"; }
 
-  std::unique_ptr<test::S3Server> server_;
-  std::unique_ptr<S3Client> client_;
   test::TempDir cache_{"endure-s3-cache"};
 };
 

@@ -18,11 +18,12 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/fs.h"
 #include "s3/s3_error.h"
-#include "support/s3_server.h"
+#include "support/s3_fixture.h"
 #include "support/temp_dir.h"
 
 namespace endure::s3 {
@@ -31,9 +32,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr const char* kBucket = "endure-test";
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test::contains;
 
 // size bytes of deterministic noise (incompressible, so every byte is checked).
 std::string noise(size_t size, std::uint64_t seed) {
@@ -47,24 +46,18 @@ std::string noise(size_t size, std::uint64_t seed) {
   return out;
 }
 
-class S3ClientTest : public ::testing::Test {
+class S3ClientTest : public test::S3ServerTest {
  protected:
-  void SetUp() override {
-    if (auto why = test::S3Server::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-    server_ = std::make_unique<test::S3Server>(std::vector<std::string>{kBucket});
-    Status st = server_->start();
-    ASSERT_TRUE(st) << st.error().message;
-    client_ = make_client(server_->config());
-  }
+  S3ClientTest() : S3ServerTest(kBucket) {}
 
-  static std::unique_ptr<S3Client> make_client(const S3Config& config) {
-    auto client = S3Client::create(config);
-    EXPECT_TRUE(client) << client.error().message;
-    return client ? std::move(*client) : nullptr;
+  // The server's configuration with 5 MiB parts (S3's smallest) and parallelism workers.
+  S3Config multipart_config(int parallelism) const {
+    S3Config config = server_->config();
+    config.part_size = 5ull << 20;
+    config.multipart_threshold = 5ull << 20;
+    config.parallelism = parallelism;
+    return config;
   }
-
-  std::unique_ptr<test::S3Server> server_;
-  std::unique_ptr<S3Client> client_;
 };
 
 TEST_F(S3ClientTest, PutGetHeadDeleteRoundTrip) {
@@ -155,11 +148,7 @@ TEST_F(S3ClientTest, ListsAcrossPagesAndPrefixes) {
 }
 
 TEST_F(S3ClientTest, MultipartInParallelReadBackWithRangedParallelGets) {
-  S3Config config = server_->config();
-  config.part_size = 5ull << 20;
-  config.multipart_threshold = 5ull << 20;
-  config.parallelism = 4;
-  auto client = make_client(config);
+  auto client = make_client(multipart_config(4));
   ASSERT_TRUE(client);
   const std::string data = noise((28ull << 20) + 12345, 2);  // 6 parts, the last short
   std::atomic<int> parts{0};
@@ -277,11 +266,7 @@ TEST_F(S3ClientTest, BadNamesAreRefusedBeforeAnyRequest) {
 }
 
 TEST_F(S3ClientTest, ServerKilledMidUploadLeavesNoObjectAndTheNextUploadSucceeds) {
-  S3Config config = server_->config();
-  config.part_size = 5ull << 20;
-  config.multipart_threshold = 5ull << 20;
-  config.parallelism = 2;
-  auto client = make_client(config);
+  auto client = make_client(multipart_config(2));
   ASSERT_TRUE(client);
   const std::string data = noise(40ull << 20, 3);  // 8 parts
   std::atomic<int> parts{0};
@@ -313,6 +298,27 @@ TEST_F(S3ClientTest, ServerKilledMidUploadLeavesNoObjectAndTheNextUploadSucceeds
   auto n = client->download_to_buffer(kBucket, "ckpt/step-7/shard-0", buffer.data(), buffer.size());
   ASSERT_TRUE(n) << n.error().message;
   EXPECT_TRUE(buffer == data);
+}
+
+TEST_F(S3ClientTest, RetriesRideOutAServerRestart) {
+  put("survives/restart", "kept");
+  S3Config config = server_->config();
+  config.retry.max_attempts = 12;
+  config.retry.base_delay = std::chrono::milliseconds(200);
+  config.retry.max_delay = std::chrono::milliseconds(1000);
+  auto client = make_client(config);
+  ASSERT_TRUE(client);
+  server_->kill();
+  // The read runs while the server is down, and the server comes back on the same port
+  // while the client is between its retries.
+  Result<std::string> got = make_error("NotRun", "the read did not run");
+  std::thread reader([&] { got = client->get_object(kBucket, "survives/restart"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  Status restarted = server_->start();
+  reader.join();
+  ASSERT_TRUE(restarted) << restarted.error().message;
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(*got, "kept");
 }
 
 // A port on loopback where nothing listens (bound once to learn a free one, then closed).

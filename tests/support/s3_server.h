@@ -31,6 +31,9 @@ class S3Server {
 
   // Starts the server and waits (up to 20 s) until it answers. The first start picks a free
   // port; a restart after kill() takes the same port and folder, so stored objects remain.
+  // REQUIRES: the calling thread outlives the server (the test's own thread): the server is
+  // killed when the thread that started it ends (PR_SET_PDEATHSIG), so that it never
+  // outlives a test process that dies.
   Status start();
   // SIGKILL, as a crash would, and reaps it.
   void kill();
