@@ -321,6 +321,41 @@ TEST_F(S3ClientTest, RetriesRideOutAServerRestart) {
   EXPECT_EQ(*got, "kept");
 }
 
+TEST_F(S3ClientTest, ServerErrorsAreRetriedToTheirBound) {
+  put("flaky", "bytes");
+  // A damaged metadata file makes the server answer every read 500 InternalError.
+  auto metadata = server_->data_dir() / kBucket / "flaky._S3rver_metadata.json";
+  auto intact = fs::read_file(metadata);
+  ASSERT_TRUE(intact) << intact.error().message;
+  ASSERT_TRUE(fs::atomic_write_file(metadata, "{damaged"));
+
+  auto start = Clock::now();
+  auto got = client_->get_object(kBucket, "flaky");
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().code, "InternalError");
+  EXPECT_PRED2(contains, got.error().message,
+               "GetObject s3://endure-test/flaky: failed (500 InternalError");
+  EXPECT_PRED2(contains, got.error().message, "after 3 attempts");
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+
+  // Mended while the client waits between its retries: the read succeeds.
+  S3Config patient = server_->config();
+  patient.retry.max_attempts = 12;
+  patient.retry.base_delay = std::chrono::milliseconds(100);
+  patient.retry.max_delay = std::chrono::milliseconds(400);
+  auto client = make_client(patient);
+  ASSERT_TRUE(client);
+  ASSERT_TRUE(fs::atomic_write_file(metadata, "{damaged"));
+  std::thread mender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (void)fs::atomic_write_file(metadata, *intact);
+  });
+  auto mended = client->get_object(kBucket, "flaky");
+  mender.join();
+  ASSERT_TRUE(mended) << mended.error().message;
+  EXPECT_EQ(*mended, "bytes");
+}
+
 // A port on loopback where nothing listens (bound once to learn a free one, then closed).
 int closed_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

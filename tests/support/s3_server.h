@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ class S3Server {
   // A client configuration for this server: its endpoint, path style, its key pair, and
   // retries short enough for a test (3 attempts, 20-200 ms apart).
   s3::S3Config config() const;
+  // Where the server keeps its buckets (s3rver's layout: BUCKET/KEY._S3rver_object and
+  // BUCKET/KEY._S3rver_metadata.json), for tests that damage what it stored.
+  std::filesystem::path data_dir() const { return dir_.path() / "data"; }
   // The server's own log (for a failing test's message).
   std::string log_tail() const;
 
