@@ -1,11 +1,11 @@
 #include "s3/http_transport.h"
 
-#include <curl/curl.h>
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+
+#include <curl/curl.h>
+#include <openssl/evp.h>
 
 namespace endure::s3 {
 

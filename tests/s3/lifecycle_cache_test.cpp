@@ -3,7 +3,6 @@
 // passed on with the field, and the last snapshot serving while the endpoint is down.
 #include "s3/lifecycle_cache.h"
 
-#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -11,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "common/fs.h"
 #include "provider/local/local_provider.h"

@@ -3,13 +3,13 @@
 // key and field) when the bucket, the OnCreate script or the permission is missing.
 #include "s3/prefix_fetch.h"
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "common/fs.h"
 #include "s3/s3_error.h"

@@ -1,9 +1,9 @@
 // The S3 client's pure parts, no server: URIs, configuration and credentials files, URLs,
 // the XML reader, error messages and the retry policy.
-#include <gtest/gtest.h>
-
 #include <filesystem>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "common/fs.h"
 #include "s3/request_url.h"

@@ -3,11 +3,11 @@
 // to install it, when the server is not installed.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "s3/s3_client.h"
 #include "support/s3_server.h"
