@@ -56,6 +56,14 @@ std::string endpoint_problem(const std::string& url) {
   return "";
 }
 
+// The host of a valid endpoint URL: after "://", before the port, path or end.
+std::string endpoint_host(const std::string& url) {
+  std::string rest = url.substr(url.find("://") + 3);
+  rest = rest.substr(0, rest.find('/'));
+  if (!rest.empty() && rest.front() == '[') return rest.substr(0, rest.find(']') + 1);
+  return rest.substr(0, rest.find(':'));
+}
+
 }  // namespace
 
 std::string S3Config::bucket_url(const std::string& bucket) const {
@@ -81,6 +89,14 @@ Status validate_config(const S3Config& c) {
   if (!c.endpoint_url.empty()) {
     if (auto problem = endpoint_problem(c.endpoint_url); !problem.empty()) {
       return invalid("S3 endpoint URL '" + c.endpoint_url + "': " + problem);
+    }
+    // Virtual-hosted addressing puts the bucket in the host name, which an address has none of.
+    std::string host = endpoint_host(c.endpoint_url);
+    bool address = host == "localhost" || host.front() == '[' ||
+                   host.find_first_not_of("0123456789.") == std::string::npos;
+    if (address && !c.path_style) {
+      return invalid("S3 path_style: the endpoint " + c.endpoint_url +
+                     " is an address, not a name, so it needs path-style addressing");
     }
   }
   if (c.region.empty()) return invalid("S3 region: must not be empty (for example us-east-1)");

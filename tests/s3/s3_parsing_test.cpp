@@ -91,6 +91,12 @@ TEST(S3Config, ValidatesEveryFieldWithItsRule) {
       {[](S3Config& c) { c.part_size = 1 << 20; }, "part_size"},
       {[](S3Config& c) { c.retry.max_attempts = 0; }, "max_attempts"},
       {[](S3Config& c) { c.multipart_threshold = 1; }, "multipart_threshold"},
+      {[](S3Config& c) { c.path_style = false; }, "needs path-style addressing"},
+      {[](S3Config& c) {
+         c.endpoint_url = "http://localhost:9000/";
+         c.path_style = false;
+       },
+       "needs path-style addressing"},
   };
   for (const auto& c : cases) {
     S3Config config = valid_config();
@@ -102,6 +108,8 @@ TEST(S3Config, ValidatesEveryFieldWithItsRule) {
   }
   S3Config trailing = valid_config();
   trailing.endpoint_url = "https://minio.example:9000/";
+  EXPECT_TRUE(validate_config(trailing));
+  trailing.path_style = false;  // a name can carry the bucket
   EXPECT_TRUE(validate_config(trailing));
 }
 
