@@ -25,6 +25,15 @@
 // (a tier folder reused by another job) are never restored from. Restore takes the newest
 // step committed in any tier and reads this rank's shard from the fastest tier whose copy
 // verifies: memory, then local disk, then DIR.
+//
+// The S3 tier (Options::s3, s3://BUCKET/PREFIX), slowest of all, outlives the cluster: once
+// a step's shard is written to the disk tiers, it is uploaded from there in the background
+// (multipart, parts in parallel) as objects in DIR's layout under PREFIX, the same bytes,
+// descriptors and manifest; rank 0 writes the manifest object only once every rank's shard
+// object is whole. A save due while the S3 tier still uploads an earlier one replaces the
+// one waiting (logged), so a slow store makes that tier fall behind, never training wait.
+// Restores read it with ranged parallel GETs, every chunk verified, when no faster tier
+// holds the newest step. endure ckpt ls|verify|prune take an s3:// folder too.
 #pragma once
 
 #include <cstddef>
@@ -66,6 +75,10 @@ struct Options {
   std::filesystem::path local_dir{};
   // The local disk tier keeps this rank's newest local_keep_last steps.
   int local_keep_last = 2;
+  // The S3 tier, s3://BUCKET[/PREFIX] (empty: none), reached with the AWS environment's
+  // configuration (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ..., or the shared credentials
+  // file). Retention there is keep_last and keep_every, as in dir.
+  std::string s3{};
 };
 
 // Where a save goes: every tier, or the memory tier alone (while the disk tiers are still
@@ -97,7 +110,7 @@ struct CheckpointInfo {
   std::string reason;      // why not valid
   std::filesystem::path path;
   // The tiers holding a committed, valid copy, fastest first ("memory", "local",
-  // "shared"); after a restore, the one tier it was read from.
+  // "shared", "s3"); after a restore, the one tier it was read from.
   std::vector<std::string> tiers;
   std::vector<std::filesystem::path> tier_paths;  // the folder of each of those copies
 };
@@ -176,8 +189,9 @@ class Checkpointer {
   // wait()s: what a run ends with, so that its last step outlives the node.
   Status flush();
 
-  // Blocks until every save is durable in every tier (and, on rank 0, committed); the
-  // outcome of the first that failed since the last wait(), else success.
+  // Blocks until every save is durable in every tier (and, on rank 0, committed), the S3
+  // tier's uploads included; the outcome of the first that failed since the last wait(),
+  // else success.
   Status wait();
 
   // Every step in any tier, newest first, each checked cheaply (manifest, shard sizes).
@@ -221,9 +235,14 @@ class Checkpointer {
 };
 
 // Checks one checkpoint folder completely: the manifest, then every chunk of every shard.
+// An s3://BUCKET/PREFIX/step-<12 digits> path is checked in the store.
 Status verify_checkpoint(const std::filesystem::path& step_dir);
 
-// Applies retention to a folder (what rank 0 does after each commit).
+// Applies retention to a folder (what rank 0 does after each commit), or to an s3:// prefix.
 Status prune(const std::filesystem::path& dir, int keep_last, int keep_every);
+
+// Every step under an s3:// prefix, newest first, as list() gives a folder's: those without
+// a manifest as not committed.
+Result<std::vector<CheckpointInfo>> list_s3(const std::string& uri);
 
 }  // namespace endure::ckpt

@@ -16,6 +16,8 @@
 #include "endure/checkpoint.h"
 #include "train/ckpt/checkpointer_impl.h"
 #include "train/ckpt/format.h"
+#include "train/ckpt/s3_store.h"
+#include "train/ckpt/s3_tier.h"
 #include "train/ckpt/shard_io.h"
 #include "train/ckpt/snapshot.h"
 #include "train/ckpt/staging.h"
@@ -122,6 +124,10 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
     return make_error("ValidationException", "keep_last/keep_every: must not be negative");
   }
   if (options.local_keep_last < 1) return make_error("ValidationException", "local_keep_last: at least 1");
+  if (is_s3(options.dir)) {
+    return make_error("ValidationException",
+                      "dir: an s3:// prefix is the S3 tier (s3) behind a folder, not the folder itself");
+  }
   if (auto s = fs::make_dirs(options.dir); !s) return s.error();
   for (const auto& tier : {options.local_dir, options.memory_dir}) {
     if (tier.empty()) continue;
@@ -129,6 +135,12 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
   }
   std::unique_ptr<Checkpointer> c(new Checkpointer(options));
   Impl& im = *c->impl_;
+  if (!options.s3.empty()) {
+    auto store = S3Store::open(options.s3, "s3");
+    if (!store) return store.error();
+    im.s3_store = *store;
+    im.s3 = std::make_unique<S3Tier>(options, *store);
+  }
   int64_t newest = -1;
   for (int slot = 0; slot < kSlots; ++slot) {
     if (options.memory_dir.empty()) {
@@ -179,6 +191,8 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
           job.disk ? persist_disk(o, job.step, job.user, job.layout, slot, std::move(job.checksums))
                    : Status();
       if (!s) log::warn("checkpoint step {}: {}", job.step, s.error().message);
+      // The S3 tier uploads from a disk copy, on its own thread, once the disk tiers have it.
+      if (s && job.disk && im.s3) im.s3->submit(job.step, job.user);
       lock.lock();
       if (!s && im.status) im.status = s;
       if (job.disk) --im.disk_pending;
@@ -382,10 +396,21 @@ Status Checkpointer::wait() {
   join_copier();
   std::unique_lock lock(impl_->mu);
   impl_->cv.wait(lock, [&] { return impl_->queue.empty() && !impl_->writing; });
-  return std::exchange(impl_->status, Status());
+  Status s = std::exchange(impl_->status, Status());
+  lock.unlock();
+  if (impl_->s3) {
+    Status uploaded = impl_->s3->drain();
+    if (s) s = uploaded;
+  }
+  return s;
 }
 
 Status prune(const std::filesystem::path& dir, int keep_last, int keep_every) {
+  if (is_s3(dir)) {
+    auto store = S3Store::open(dir.string(), "DIR");
+    if (!store) return store.error();
+    return (*store)->prune(keep_last, keep_every);
+  }
   auto steps = steps_in(dir);
   int64_t newest_committed = -1;
   int kept = 0;

@@ -14,6 +14,8 @@
 
 #include "common/json.h"
 #include "endure/checkpoint.h"
+#include "train/ckpt/s3_store.h"
+#include "train/ckpt/s3_tier.h"
 #include "train/ckpt/snapshot.h"
 #include "train/ckpt/staging.h"
 #include "train/ckpt/streaming_checksums.h"
@@ -61,6 +63,10 @@ struct Checkpointer::Impl {
   int state_slot = -1;
   json state_layout[kSlots];
   StreamingChecksums state_checksums;  // of the slot handed out last
+  // The S3 tier (Options::s3), when there is one: its store, read by list() and restores,
+  // and its uploads.
+  std::shared_ptr<S3Store> s3_store;
+  std::unique_ptr<S3Tier> s3;
 
   // A state kept in place: the slot the next state goes to. REQUIRES: mu held.
   int free_slot() const;

@@ -9,15 +9,45 @@
 
 #include "common/log.h"
 #include "endure/checkpoint.h"
+#include "train/ckpt/checkpointer_impl.h"
 #include "train/ckpt/format.h"
+#include "train/ckpt/s3_store.h"
 #include "train/ckpt/shard_io.h"
 #include "train/ckpt/tiers.h"
 
 namespace endure::ckpt {
 
+namespace {
+
+using Copies = std::map<int64_t, std::vector<Copy>, std::greater<>>;
+
+// The S3 tier's committed steps (or `only_step`) as the slowest copies: a step without its
+// manifest there does not exist. An unreachable store costs that tier, not the others.
+void add_s3_copies(Copies& copies, const S3Store* store, int64_t only_step = -1) {
+  if (!store) return;
+  auto steps = store->steps();
+  if (!steps) {
+    log::warn("checkpoint: s3 tier not read: {}", steps.error().message);
+    return;
+  }
+  for (const auto& [s, committed] : *steps) {
+    if (committed && (only_step < 0 || s == only_step)) {
+      copies[s].push_back({"s3", store->step_path(s)});
+    }
+  }
+}
+
+CheckpointInfo inspect_copy(const Copy& copy, int64_t step, const S3Store* store,
+                            json* manifest = nullptr) {
+  return copy.tier == "s3" ? store->inspect(step, manifest) : inspect(copy.dir, step, manifest);
+}
+
+}  // namespace
+
 std::vector<CheckpointInfo> Checkpointer::list() const {
   std::vector<int64_t> uncommitted;
   auto all = copies_of(options_, &uncommitted);
+  add_s3_copies(all, impl_->s3_store.get());
   std::set<int64_t, std::greater<>> steps(uncommitted.begin(), uncommitted.end());
   for (const auto& [s, _] : all) steps.insert(s);
   std::vector<CheckpointInfo> out;
@@ -29,7 +59,7 @@ std::vector<CheckpointInfo> Checkpointer::list() const {
     }
     CheckpointInfo best;
     for (const Copy& copy : it->second) {
-      auto info = inspect(copy.dir, s);
+      auto info = inspect_copy(copy, s, impl_->s3_store.get());
       if (info.valid && !best.valid) best = info;
       if (!best.valid && best.reason.empty()) best = info;
       if (info.valid) {
@@ -72,9 +102,10 @@ Status check_layout(const std::filesystem::path& dir, const json& shard) {
   return {};
 }
 
-// Reads a shard straight into the caller's buffers, every chunk verified on the way.
-// REQUIRES: check_layout(dir, shard).
-Status read_shard(const std::filesystem::path& dir, const json& shard, const std::vector<MutableBuffer>& buffers) {
+// Reads a shard of `step` straight into the caller's buffers, every chunk verified on the
+// way, from a folder or (`store` given) the S3 tier. REQUIRES: check_layout(dir, shard).
+Status read_shard(const std::filesystem::path& dir, int64_t step, const json& shard,
+                  const std::vector<MutableBuffer>& buffers, const S3Store* store = nullptr) {
   auto path = dir / shard.value("file", "");
   uint8_t header[kShardHeaderBytes];
   std::vector<Segment> segments = {{header, kShardHeaderBytes}};
@@ -88,8 +119,9 @@ Status read_shard(const std::filesystem::path& dir, const json& shard, const std
     }
     segments.push_back({static_cast<uint8_t*>(it->data), n});
   }
-  Status s = read_verified(path, shard.value("size", 0ULL), shard.value("chunk_bytes", size_t{0}), shard["chunks"],
-                           segments);
+  Status s = store ? store->read_verified(step, shard, segments)
+                   : read_verified(path, shard.value("size", 0ULL), shard.value("chunk_bytes", size_t{0}),
+                                   shard["chunks"], segments);
   if (s && std::memcmp(header, kShardMagic, 8) != 0) {
     s = make_error("CorruptCheckpoint", path.string() + ": not a shard (magic)");
   }
@@ -102,14 +134,17 @@ using Destinations = std::function<Result<std::vector<MutableBuffer>>(const json
 // Restores this rank's shard of `step` (the newest that verifies when step < 0) into the
 // memory `destinations` names, from the fastest tier whose copy verifies: the one
 // read-and-verify path of load() and load_into().
-Result<CheckpointInfo> restore(const Options& o, int64_t step, const Destinations& destinations) {
+Result<CheckpointInfo> restore(const Options& o, const S3Store* store, int64_t step,
+                               const Destinations& destinations) {
   Error last = make_error("NotFound", step < 0 ? o.dir.string() + ": no complete, valid checkpoint"
                                                : fmt::format("{}: step {} is not committed in any tier",
                                                              o.dir.string(), step));
-  for (const auto& [s, copies] : copies_of(o, nullptr, step)) {
+  auto all = copies_of(o, nullptr, step);
+  add_s3_copies(all, store, step);
+  for (const auto& [s, copies] : all) {
     for (const Copy& copy : copies) {
       json manifest;
-      auto info = inspect(copy.dir, s, &manifest);
+      auto info = inspect_copy(copy, s, store, &manifest);
       if (!info.committed) continue;  // a save that never finished, or no such step
       Status st;
       if (!info.valid) st = make_error("CorruptCheckpoint", info.path.string() + ": " + info.reason);
@@ -121,7 +156,8 @@ Result<CheckpointInfo> restore(const Options& o, int64_t step, const Destination
       if (st) st = check_layout(copy.dir, *shard);
       if (st) {
         auto buffers = destinations(*shard);
-        st = buffers ? read_shard(copy.dir, *shard, *buffers) : Status(buffers.error());
+        st = buffers ? read_shard(copy.dir, s, *shard, *buffers, copy.tier == "s3" ? store : nullptr)
+                     : Status(buffers.error());
       }
       if (st) {
         info.tiers = {copy.tier};
@@ -156,10 +192,11 @@ Result<Loaded> Checkpointer::load_rank(int64_t step, int rank) const {
   Options o = options_;
   o.rank = rank;
   Loaded out;
-  auto info = restore(o, step, [&](const json& shard) -> Result<std::vector<MutableBuffer>> {
-    out.buffers.clear();
-    return allocate(shard, out.buffers);
-  });
+  auto info = restore(o, impl_->s3_store.get(), step,
+                      [&](const json& shard) -> Result<std::vector<MutableBuffer>> {
+                        out.buffers.clear();
+                        return allocate(shard, out.buffers);
+                      });
   if (!info) return info.error();
   out.step = info->step;
   out.world = info->world;
@@ -168,17 +205,25 @@ Result<Loaded> Checkpointer::load_rank(int64_t step, int rank) const {
 }
 
 Result<CheckpointInfo> Checkpointer::load_into(int64_t step, const std::vector<MutableBuffer>& buffers) const {
-  return restore(options_, step, [&](const json&) -> Result<std::vector<MutableBuffer>> { return buffers; });
+  return restore(options_, impl_->s3_store.get(), step,
+                 [&](const json&) -> Result<std::vector<MutableBuffer>> { return buffers; });
 }
 
 Status verify_checkpoint(const std::filesystem::path& dir) {
+  const int64_t step = parse_step_dir(dir.filename().string());
+  std::shared_ptr<S3Store> store;
+  if (is_s3(dir)) {
+    auto opened = S3Store::open(dir.parent_path().string(), "DIR");
+    if (!opened) return opened.error();
+    store = *opened;
+  }
   json manifest;
-  auto info = inspect(dir, parse_step_dir(dir.filename().string()), &manifest);
+  auto info = store ? store->inspect(step, &manifest) : inspect(dir, step, &manifest);
   if (!info.valid) return make_error("CorruptCheckpoint", dir.string() + ": " + info.reason);
   for (const auto& shard : manifest["shards"]) {
     if (auto s = check_layout(dir, shard); !s) return s;
     std::map<std::string, std::vector<uint8_t>> storage;
-    if (auto s = read_shard(dir, shard, allocate(shard, storage)); !s) return s;
+    if (auto s = read_shard(dir, step, shard, allocate(shard, storage), store.get()); !s) return s;
   }
   return {};
 }

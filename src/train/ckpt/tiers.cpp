@@ -139,22 +139,33 @@ const json* shard_of(const json& manifest, int rank) {
 // own magic, version and step), or nothing while it is not there.
 std::optional<json> shard_entry(const std::filesystem::path& dir, int rank, int64_t step) {
   auto d = read_sealed(dir / descriptor_name(rank));
-  if (!d || d->value("step", -1LL) != step) return std::nullopt;
-  d->erase("magic");
-  d->erase("version");
-  d->erase("step");
-  return std::move(*d);
+  if (!d) return std::nullopt;
+  return entry_of(std::move(*d), step);
+}
+
+std::optional<json> entry_of(json descriptor, int64_t step) {
+  if (descriptor.value("step", -1LL) != step) return std::nullopt;
+  descriptor.erase("magic");
+  descriptor.erase("version");
+  descriptor.erase("step");
+  return descriptor;
 }
 
 // Writes the manifest that makes `step` exist in dir. A node-local tier's names the shared
 // folder it belongs to (`owner`); the shared folder's own names none.
 Status write_manifest(const std::filesystem::path& dir, int64_t step, int world, const json& user,
                       json shards, const std::string& owner) {
+  return fs::atomic_write_file(dir / kManifestName,
+                               manifest_text(step, world, user, std::move(shards), owner));
+}
+
+std::string manifest_text(int64_t step, int world, const json& user, json shards,
+                          const std::string& owner) {
   json manifest = {{"magic", "endure-ckpt"}, {"version", kFormatVersion}, {"step", step}, {"world", world}};
   if (!owner.empty()) manifest["of"] = owner;
   manifest["user"] = user;
   manifest["shards"] = std::move(shards);
-  return fs::atomic_write_file(dir / kManifestName, seal(manifest).dump());
+  return seal(manifest).dump();
 }
 
 // Commits a node-local tier's step once every rank's descriptor of it is there (all ranks on

@@ -52,11 +52,16 @@ const json* shard_of(const json& manifest, int rank);
 // Rank r's descriptor of `step` in dir as the manifest lists it, or nothing while it is
 // not there.
 std::optional<json> shard_entry(const std::filesystem::path& dir, int rank, int64_t step);
+// A descriptor of `step` as a manifest lists it, or nothing when it is of another step.
+std::optional<json> entry_of(json descriptor, int64_t step);
 
 // Writes the manifest that makes `step` exist in dir. A node-local tier's names the shared
 // folder it belongs to (`owner`); the shared folder's own names none.
 Status write_manifest(const std::filesystem::path& dir, int64_t step, int world, const json& user,
                       json shards, const std::string& owner = "");
+// The sealed manifest's text, the same whichever tier or store it is written to.
+std::string manifest_text(int64_t step, int world, const json& user, json shards,
+                          const std::string& owner = "");
 
 // Commits a node-local tier's step once every rank's descriptor of it is there.
 Status commit_if_complete(const std::filesystem::path& dir, int64_t step, int world, const json& user,
