@@ -1,4 +1,6 @@
-// endure ckpt ls|verify|prune DIR: the checkpoint engine's folder, read and tidied offline.
+// endure ckpt ls|verify|prune DIR: the checkpoint engine's folder (or its S3 tier, an
+// s3://BUCKET/PREFIX, reached with the AWS environment's configuration), read and tidied
+// offline.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -34,8 +36,26 @@ Result<std::unique_ptr<ckpt::Checkpointer>> reader(const Folders& f) {
   return ckpt::Checkpointer::open(o);
 }
 
+bool is_s3(const std::string& dir) { return dir.rfind("s3://", 0) == 0; }
+
+// Every step of the folders, newest first; an s3:// DIR is read alone (node-local tiers
+// belong to a folder on a file system).
+Result<std::vector<ckpt::CheckpointInfo>> steps_of(const Folders& f) {
+  if (is_s3(f.dir)) {
+    if (!f.local.empty() || !f.memory.empty()) {
+      return make_error("ValidationException",
+                        "--local/--memory: tiers of a folder, not of an s3:// DIR");
+    }
+    return ckpt::list_s3(f.dir);
+  }
+  auto c = reader(f);
+  if (!c) return c.error();
+  return (*c)->list();
+}
+
 void add_folders(CLI::App* verb, Folders& f) {
-  verb->add_option("DIR", f.dir, "the checkpoint folder (the shared tier)")->required();
+  verb->add_option("DIR", f.dir, "the checkpoint folder (the shared tier), or s3://BUCKET/PREFIX")
+      ->required();
   verb->add_option("--local", f.local, "the node-local disk tier's folder");
   verb->add_option("--memory", f.memory, "the memory tier's folder (on a tmpfs)");
 }
@@ -57,13 +77,13 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
   add_folders(ls, *dir);
   ls->callback([selected, dir] {
     *selected = [dir] {
-      auto c = reader(*dir);
-      if (!c) {
-        std::fprintf(stderr, "endure: error: %s\n", c.error().message.c_str());
+      auto steps = steps_of(*dir);
+      if (!steps) {
+        std::fprintf(stderr, "endure: error: %s\n", steps.error().message.c_str());
         return kExitUsage;
       }
       std::printf("%-12s %-12s %-5s %-20s %s\n", "STEP", "BYTES", "WORLD", "TIERS", "STATE");
-      for (const auto& info : (*c)->list()) {
+      for (const auto& info : *steps) {
         std::printf("%-12lld %-12llu %-5d %-20s %s\n", static_cast<long long>(info.step),
                     static_cast<unsigned long long>(info.bytes), info.world, join(info.tiers).c_str(),
                     state_of(info).c_str());
@@ -76,13 +96,13 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
   add_folders(verify, *dir);
   verify->callback([selected, dir] {
     *selected = [dir] {
-      auto c = reader(*dir);
-      if (!c) {
-        std::fprintf(stderr, "endure: error: %s\n", c.error().message.c_str());
+      auto steps = steps_of(*dir);
+      if (!steps) {
+        std::fprintf(stderr, "endure: error: %s\n", steps.error().message.c_str());
         return kExitUsage;
       }
       int damaged = 0;
-      for (const auto& info : (*c)->list()) {
+      for (const auto& info : *steps) {
         if (!info.committed) {
           std::printf("step %lld: incomplete (%s)\n", static_cast<long long>(info.step),
                       info.reason.c_str());
@@ -105,7 +125,8 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
   });
 
   CLI::App* prune = ckpt->add_subcommand("prune", "Apply retention (keeps every step when both are 0)");
-  prune->add_option("DIR", dir->dir, "the checkpoint folder (the shared tier)")->required();
+  prune->add_option("DIR", dir->dir, "the checkpoint folder (the shared tier), or s3://BUCKET/PREFIX")
+      ->required();
   auto keep_last = std::make_shared<int>(3);
   auto keep_every = std::make_shared<int>(0);
   prune->add_option("--keep-last", *keep_last, "the newest K complete checkpoints (default 3)")
@@ -114,16 +135,20 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
       ->check(CLI::NonNegativeNumber);
   prune->callback([selected, dir, keep_last, keep_every] {
     *selected = [dir, keep_last, keep_every] {
-      auto c = reader(*dir);
-      if (!c) {
-        std::fprintf(stderr, "endure: error: %s\n", c.error().message.c_str());
+      if (auto steps = steps_of(*dir); !steps) {
+        std::fprintf(stderr, "endure: error: %s\n", steps.error().message.c_str());
         return kExitUsage;
       }
       if (auto s = ckpt::prune(dir->dir, *keep_last, *keep_every); !s) {
         std::fprintf(stderr, "endure: error: %s\n", s.error().message.c_str());
         return kExitFailed;
       }
-      for (const auto& info : (*c)->list()) {
+      auto steps = steps_of(*dir);
+      if (!steps) {
+        std::fprintf(stderr, "endure: error: %s\n", steps.error().message.c_str());
+        return kExitFailed;
+      }
+      for (const auto& info : *steps) {
         std::printf("kept step %lld (%s)\n", static_cast<long long>(info.step), state_of(info).c_str());
       }
       return kExitOk;

@@ -1,10 +1,12 @@
 #include "train/trainer/train_config.h"
 
-#include <fmt/format.h>
-
 #include <functional>
 #include <limits>
 #include <map>
+
+#include <fmt/format.h>
+
+#include "s3/s3_uri.h"
 
 namespace endure::train {
 namespace {
@@ -94,6 +96,7 @@ const std::map<std::string, Field>& fields() {
       {"keep_every", integer(&TrainConfig::keep_every, 0, 1 << 30)},
       {"ckpt_local", path(&TrainConfig::ckpt_local)},
       {"ckpt_memory", path(&TrainConfig::ckpt_memory)},
+      {"ckpt_s3", path(&TrainConfig::ckpt_s3)},
       {"log", path(&TrainConfig::log)},
       {"zero", integer(&TrainConfig::zero, 0, 3)},
       {"global_batch", integer(&TrainConfig::global_batch, 0, 1 << 24)},
@@ -121,12 +124,17 @@ const std::map<std::string, std::string>& docs() {
       {"threads", "OpenMP threads of the model's kernels (0: OMP_NUM_THREADS, else every core)"},
       {"eval_every", "steps between validation losses (0: no evaluation)"},
       {"eval_batches", "micro-batches of validation data per evaluation"},
-      {"ckpt_dir", "checkpoint folder, resumed from at start (empty: no checkpoints)"},
+      {"ckpt_dir",
+       "checkpoint folder, resumed from at start (empty: no checkpoints); s3://BUCKET/PREFIX "
+       "keeps them in S3, staged in --ckpt-local (default: a folder under the temp dir)"},
       {"ckpt_every", "steps between checkpoints (with --ckpt-dir)"},
       {"keep_last", "checkpoints kept: the newest this many (0: every one)"},
       {"keep_every", "also keep each checkpoint whose step is a multiple of this (0: none)"},
       {"ckpt_local", "node-local disk tier in front of --ckpt-dir, a folder (empty: none)"},
       {"ckpt_memory", "memory tier in front of --ckpt-dir, a tmpfs folder (empty: none)"},
+      {"ckpt_s3",
+       "S3 tier behind --ckpt-dir, s3://BUCKET/PREFIX, uploaded in the background (empty: "
+       "none; configured from AWS_* variables or the shared credentials file)"},
       {"log", "file the JSON step lines are appended to, besides stdout (empty: none)"},
       {"zero",
        "0: plain data parallel; 1, 2, 3: the ZeRO stage (moments, + gradients, + "
@@ -176,7 +184,28 @@ Result<TrainConfig> TrainConfig::from_json(const json& j) {
   if (!c.ckpt_dir.empty() && c.ckpt_every == 0) {
     return invalid("ckpt_every must be positive when ckpt_dir is given");
   }
+  if (c.ckpt_s3_uri()) {
+    if (auto uri = s3::parse_s3_uri(c.ckpt_dir.string(), "ckpt_dir"); !uri) return uri.error();
+  }
+  if (!c.ckpt_s3.empty()) {
+    if (c.ckpt_dir.empty()) return invalid("ckpt_s3 is a tier of ckpt_dir: give ckpt_dir too");
+    if (c.ckpt_s3_uri()) {
+      return invalid("ckpt_s3: ckpt_dir is an s3:// prefix already: give one of them");
+    }
+    if (auto uri = s3::parse_s3_uri(c.ckpt_s3.string(), "ckpt_s3"); !uri) return uri.error();
+  }
   return c;
+}
+
+bool TrainConfig::ckpt_s3_uri() const { return ckpt_dir.string().rfind("s3://", 0) == 0; }
+
+TrainConfig::CheckpointFolders TrainConfig::checkpoint_folders() const {
+  if (!ckpt_s3_uri()) return {ckpt_dir, ckpt_local, ckpt_s3.string()};
+  std::filesystem::path staging = ckpt_local;
+  if (staging.empty()) {
+    staging = std::filesystem::temp_directory_path() / "endure-ckpt" / ckpt_dir.string().substr(5);
+  }
+  return {staging, {}, ckpt_dir.string()};
 }
 
 std::vector<std::pair<std::string, bool>> TrainConfig::scalar_keys() {

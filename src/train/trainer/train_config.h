@@ -6,7 +6,7 @@
 //    "warmup": 100, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "threads": 0,
 //    "eval_every": 100, "eval_batches": 8,
 //    "ckpt_dir": "DIR", "ckpt_every": 100, "keep_last": 3, "keep_every": 0,
-//    "ckpt_local": "", "ckpt_memory": "", "log": "",
+//    "ckpt_local": "", "ckpt_memory": "", "ckpt_s3": "", "log": "",
 //    "zero": 0, "global_batch": 0, "bucket_mb": 8, "rendezvous": "", "comm_timeout": 120,
 //    "peak_tflops": 0}
 #pragma once
@@ -49,6 +49,10 @@ struct TrainConfig {
   int keep_every = 0;
   std::filesystem::path ckpt_local;   // node-local disk tier (optional)
   std::filesystem::path ckpt_memory;  // memory tier, a tmpfs folder (optional)
+  // The S3 tier behind ckpt_dir, s3://BUCKET/PREFIX (optional). ckpt_dir may itself be an
+  // s3:// prefix: the checkpoints are then staged in ckpt_local (a temp folder when not
+  // given), which every rank must see, and kept in S3.
+  std::filesystem::path ckpt_s3;
   std::filesystem::path log;          // JSON lines appended here as well as to stdout
   // Across ranks (srun's tasks: SLURM_PROCID of SLURM_NTASKS). global_batch: sequences per
   // optimizer step over every rank, kept on any world size through micro-batches of
@@ -66,6 +70,17 @@ struct TrainConfig {
   // the key, as does any rule broken (positive sizes, warmup < steps, min_lr <= lr, ...).
   static Result<TrainConfig> from_json(const json& j);
   json to_json() const;
+
+  // Whether ckpt_dir is an s3:// prefix.
+  bool ckpt_s3_uri() const;
+  // The checkpoint engine's folders: its shared folder, its local disk tier and its S3
+  // tier, from ckpt_dir, ckpt_local and ckpt_s3 (see ckpt_s3).
+  struct CheckpointFolders {
+    std::filesystem::path dir;
+    std::filesystem::path local;
+    std::string s3;
+  };
+  CheckpointFolders checkpoint_folders() const;
 
   // Every key above but "model", and whether its value is a number (else a string): what
   // a command line can set one flag each.

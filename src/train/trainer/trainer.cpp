@@ -129,7 +129,13 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
   if (!micro.ok()) return micro.error();
   impl->micro = *micro;
   std::filesystem::path rendezvous = config.rendezvous;
-  if (rendezvous.empty() && !config.ckpt_dir.empty()) rendezvous = config.ckpt_dir / "rendezvous";
+  const auto folders = config.checkpoint_folders();
+  if (rendezvous.empty() && !folders.dir.empty()) rendezvous = folders.dir / "rendezvous";
+  // A temp folder of one node cannot stage the checkpoints of ranks on several.
+  if (ranks->world > 1 && config.ckpt_s3_uri() && config.ckpt_local.empty()) {
+    return invalid("ckpt_dir " + config.ckpt_dir.string() + " with " + std::to_string(ranks->world) +
+                   " ranks: give ckpt_local, a folder every rank sees, to stage the checkpoints in");
+  }
   if (ranks->world > 1 && rendezvous.empty()) {
     return invalid("rendezvous: " + std::to_string(ranks->world) +
                    " ranks meet in a folder they all see: give ckpt_dir or rendezvous");
@@ -158,13 +164,14 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
   }
   if (!config.ckpt_dir.empty()) {
     ckpt::Options o;
-    o.dir = config.ckpt_dir;
+    o.dir = folders.dir;
     o.rank = ranks->rank;
     o.world = ranks->world;
     o.keep_last = config.keep_last;
     o.keep_every = config.keep_every;
-    o.local_dir = config.ckpt_local;
+    o.local_dir = folders.local;
     o.memory_dir = config.ckpt_memory;
+    o.s3 = folders.s3;
     auto ckpt = ckpt::Checkpointer::open(o);
     if (!ckpt.ok()) return make_error(ckpt.error().code, "ckpt_dir: " + ckpt.error().message);
     impl->ckpt = std::move(*ckpt);
