@@ -54,6 +54,18 @@ if ! cmp -s tools/s3rver/package-lock.json tools/s3rver/node_modules/.endure-ins
     cp package-lock.json node_modules/.endure-installed-lock)
 fi
 
+# The aws CLI and boto3 that tests/integration/aws_clients_test.cpp drive endured with must
+# know the cluster actions (aws-cli 1.45 / botocore 1.43 or newer; Debian 12's awscli
+# predates them). PyPI is out of reach, so nothing is installed: say which one the tests use.
+aws_cli=""
+for c in "$(command -v aws || true)" /root/.pyenv/shims/aws; do
+  if [ -n "$c" ] && [ -x "$c" ] &&
+    "$c" sagemaker create-cluster --generate-cli-skeleton input >/dev/null 2>&1; then
+    aws_cli="$c" && break
+  fi
+done
+echo "setup: aws CLI for the real-client tests: ${aws_cli:-none new enough (those tests skip)}"
+
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
 cmake --build build -j"$(nproc)"
 # The CLI and the trainer's programs on the PATH, as the README types them: links in
