@@ -3,6 +3,7 @@
 // (even when the server dies mid-upload), a flipped byte is found and the previous step
 // restored, retention keeps the newest committed steps, and saves faster than the store
 // fall behind by whole steps.
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -255,6 +256,45 @@ TEST_F(S3TierTest, SavesFasterThanTheStoreFallBehindByWholeSteps) {
   for (const auto& info : *all) {
     EXPECT_TRUE(info.valid) << info.step << ": " << info.reason;
   }
+}
+
+TEST_F(S3TierTest, RankZeroMovesOnWhenAnotherRankSkippedAStep) {
+  // Two ranks sharing the folder and the prefix; rank 1's tier never uploads step 1 (as
+  // when a newer save replaced it while its store was slow), and uploads step 2.
+  Options o0 = options("ranks");
+  o0.world = 2;
+  o0.commit_timeout_seconds = 600;
+  Options o1 = o0;
+  o1.rank = 1;
+  Options o1_no_s3 = o1;
+  o1_no_s3.s3.clear();
+  {
+    auto r1 = open(o1_no_s3);
+    ASSERT_TRUE(r1);
+    save(*r1, 1);
+    ASSERT_TRUE(r1->wait());
+  }
+  auto r0 = open(o0);
+  ASSERT_TRUE(r0);
+  save(*r0, 1);  // committed on disk; in S3 it waits for rank 1's step 1
+  {
+    auto r1 = open(o1);
+    ASSERT_TRUE(r1);
+    save(*r1, 2);
+    Status s = r1->wait();
+    ASSERT_TRUE(s) << s.error().message;
+  }
+  save(*r0, 2);
+  const auto t0 = Clock::now();
+  Status s = r0->wait();
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(30)) << "rank 0 waited out its timeout";
+  EXPECT_EQ(committed("ranks"), std::vector<int64_t>{2});
+  auto info = list_s3(uri("ranks"));
+  ASSERT_TRUE(info);
+  ASSERT_FALSE(info->empty());
+  EXPECT_EQ(info->front().world, 2);
+  EXPECT_TRUE(info->front().valid) << info->front().reason;
 }
 
 TEST_F(S3TierTest, ABadS3SettingIsRefusedNamingTheField) {

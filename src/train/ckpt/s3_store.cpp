@@ -185,6 +185,7 @@ Status S3Store::put_shard(int64_t step, int rank, const std::filesystem::path& f
 
 Status S3Store::commit(int64_t step, int world, const json& user, double timeout_seconds) const {
   json shards = json::array();
+  int polls = 0;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000));
   for (int r = 0; r < world; ++r) {
@@ -201,6 +202,12 @@ Status S3Store::commit(int64_t step, int world, const json& user, double timeout
         break;
       }
       if (!s3::is_not_found(text.error())) return text.error();
+      // A rank whose tier skipped this step for a newer one never uploads it: looked for
+      // once a second, so that rank 0 moves on rather than waiting out the timeout.
+      if (++polls % 10 == 0 && newer_descriptor(r, step)) {
+        return make_error("Superseded",
+                          fmt::format("rank {} uploaded a newer step instead of step {}", r, step));
+      }
       if (std::chrono::steady_clock::now() > deadline) {
         return make_error(
             "CommitTimeout",
@@ -211,6 +218,20 @@ Status S3Store::commit(int64_t step, int world, const json& user, double timeout
   }
   return client_->put_object(uri_.bucket, key(step, kManifestName),
                              manifest_text(step, world, user, std::move(shards)));
+}
+
+bool S3Store::newer_descriptor(int rank, int64_t step) const {
+  auto objects = client_->list_objects(uri_.bucket, base_ + "step-");
+  if (!objects) return false;
+  const std::string name = "/" + descriptor_name(rank);
+  for (const auto& o : *objects) {
+    const std::string rest = o.key.substr(base_.size());
+    if (rest.size() > name.size() && rest.ends_with(name) &&
+        parse_step_dir(rest.substr(0, rest.size() - name.size())) > step) {
+      return true;
+    }
+  }
+  return false;
 }
 
 Status S3Store::prune(int keep_last, int keep_every) const {

@@ -56,7 +56,8 @@ class S3Store {
   Status put_shard(int64_t step, int rank, const std::filesystem::path& from) const;
 
   // Rank 0's commit: waits (up to timeout_seconds) for every rank's descriptor object, then
-  // writes the manifest object, the same JSON as the shared folder's.
+  // writes the manifest object, the same JSON as the shared folder's. Fails with
+  // "Superseded" as soon as a rank it waits for has uploaded a newer step instead.
   Status commit(int64_t step, int world, const json& user, double timeout_seconds) const;
 
   // Retention as prune() applies it on disk: only steps below a newer committed one go;
@@ -68,6 +69,8 @@ class S3Store {
  private:
   std::string key(int64_t step, const std::string& name) const;
   std::string step_prefix(int64_t step) const;
+  // Whether `rank` has a descriptor object of a step above `step`.
+  bool newer_descriptor(int rank, int64_t step) const;
 
   std::unique_ptr<s3::S3Client> client_;
   s3::S3Uri uri_;

@@ -76,11 +76,15 @@ Status S3Tier::run(const Upload& upload) {
   }
   if (!put) return put;
   if (options_.rank != 0) return {};
-  if (auto s =
-          store_->commit(upload.step, options_.world, upload.user, options_.commit_timeout_seconds);
-      !s) {
-    return s;
+  Status committed =
+      store_->commit(upload.step, options_.world, upload.user, options_.commit_timeout_seconds);
+  // Ranks skip steps each on its own (a slow upload here, not there): a step another rank
+  // skipped is not one to report, the newer one is committed next.
+  if (!committed && committed.error().code == "Superseded") {
+    log::info("checkpoint step {}: s3 tier skips it: {}", upload.step, committed.error().message);
+    return {};
   }
+  if (!committed) return committed;
   // Retention after the commit: a step it fails to remove goes at a later upload's prune.
   if (auto s = store_->prune(options_.keep_last, options_.keep_every); !s) {
     log::warn("checkpoint: s3 tier retention: {}", s.error().message);
