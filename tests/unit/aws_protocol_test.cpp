@@ -34,7 +34,12 @@ struct FakeV1 {
           {"Failed", {{{"NodeId", "i-2"}, {"Code", "InstanceIdNotFound"}, {"Message", "no"}}}}};
     }
     if (action == "DescribeCluster") {
-      return json{{"ClusterName", "demo"}, {"CreationTime", "1970-01-01T00:00:10.500Z"}};
+      return json{{"ClusterArn", "arn:endure:local:cluster/abc"},
+                  {"ClusterName", "demo"},
+                  {"CreationTime", "1970-01-01T00:00:10.500Z"}};
+    }
+    if (action == "StartClusterHealthCheck" || action == "UpdateClusterSoftware") {
+      return json{{"ClusterArn", "arn:endure:local:cluster/abc"}};
     }
     return make_error("ResourceNotFound", "ClusterName: no cluster named x");
   }
@@ -136,6 +141,34 @@ TEST(AwsProtocol, UnknownActionsAndErrorsGetTheProtocolsAnswer) {
   auto body = aws::error_body(make_error("ResourceNotFound", "ClusterName: no cluster named x"));
   EXPECT_EQ(body.dump(),
             R"({"__type":"ResourceNotFound","message":"ClusterName: no cluster named x"})");
+}
+
+TEST(AwsProtocol, HealthChecksNameGroupsAndSoftwareUpdatesNameGroupObjects) {
+  FakeV1 fake;
+  fake.nodes = {{{"InstanceGroupName", "controller"}, {"InstanceId", "i-c"}},
+                {{"InstanceGroupName", "worker"}, {"InstanceId", "i-w1"}},
+                {{"InstanceGroupName", "worker"}, {"InstanceId", "i-w2"}},
+                {{"InstanceGroupName", "login"}, {"InstanceId", "i-l"}}};
+  json request = {{"ClusterName", "demo"},
+                  {"DeepHealthCheckConfigurations",
+                   {{{"InstanceGroupName", "worker"}, {"DeepHealthChecks", {"InstanceStress"}}},
+                    {{"InstanceGroupName", "login"},
+                     {"InstanceIds", {"i-l"}},
+                     {"DeepHealthChecks", {"InstanceConnectivity"}}}}}};
+  auto started = aws::call("StartClusterHealthCheck", request, handler(fake));
+  ASSERT_TRUE(started) << started.error().message;
+  EXPECT_EQ(*started, (json{{"ClusterArn", "arn:endure:local:cluster/abc"}}));
+  EXPECT_EQ(fake.calls.back().second["NodeIds"], (json{"i-w1", "i-w2", "i-l"}));
+  auto missing = aws::call("StartClusterHealthCheck", {{"ClusterName", "demo"}}, handler(fake));
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.error().message.rfind("DeepHealthCheckConfigurations:", 0), 0u);
+
+  auto updated =
+      aws::call("UpdateClusterSoftware",
+                {{"ClusterName", "demo"}, {"InstanceGroups", {{{"InstanceGroupName", "worker"}}}}},
+                handler(fake));
+  ASSERT_TRUE(updated);
+  EXPECT_EQ(fake.calls.back().second["InstanceGroups"], (json{"worker"}));
 }
 
 TEST(AccessKeyFile, FirstOpenMakesOneKeyReadableByOwnerAlone) {
