@@ -13,8 +13,6 @@ namespace k = controller::key_field;
 
 namespace {
 
-Column same(const char* field) { return {field, field}; }
-
 void print_key(const json& reply, std::ostream& out) {
   const json* key = find_path(reply, k::kAccessKey);
   if (!key) return;

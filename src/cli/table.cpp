@@ -128,10 +128,9 @@ namespace f = api::field;
 // "InstanceStatus.Status": a dotted path of wire field names, for find_path and Column.
 std::string path(const char* outer, const char* inner) { return std::string(outer) + "." + inner; }
 
-// A column that shows a field under the field's own name.
-Column same(const char* name) { return {name, name}; }
-
 }  // namespace
+
+Column same(const char* name) { return {name, name}; }
 
 void print_cluster_arn(const json& reply, std::ostream& out) {
   out << cell_text(find_path(reply, f::kClusterArn)) << "\n";
@@ -175,10 +174,10 @@ void print_nodes(const json& reply, std::ostream& out) {
 
 void print_hosts(const json& reply, std::ostream& out) {
   const json* list = find_path(reply, f::kHostSummaries);
-  out << format_json_table(list ? *list : json(),
-                           {same(f::kHostName), same(f::kPoolName), same(f::kAddress),
-                            same(f::kPort), same(f::kState), same(f::kClusterId),
-                            same(f::kInstanceId), same(f::kReason)});
+  out << format_json_table(
+      list ? *list : json(),
+      {same(f::kHostName), same(f::kPoolName), same(f::kAddress), same(f::kPort), same(f::kState),
+       same(f::kClusterId), same(f::kInstanceId), same(f::kReason)});
 }
 
 void print_host(const json& reply, std::ostream& out) {

@@ -18,6 +18,9 @@ struct Column {
   std::string path;
 };
 
+// A column that shows a field under the field's own name.
+Column same(const char* name);
+
 // The field at a dotted path inside value, or nullptr when any step is missing or is not
 // an object.
 const json* find_path(const json& value, std::string_view path);

@@ -12,8 +12,6 @@ namespace f = api::field;
 
 namespace {
 
-Column same(const char* field) { return {field, field}; }
-
 void print_runs(const json& reply, std::ostream& out) {
   const json* list = find_path(reply, f::kTrainingRuns);
   out << format_json_table(list ? *list : json(),

@@ -32,29 +32,6 @@ Result<bool> descending(const json& request, bool by_default) {
   return invalid("SortOrder: must be Ascending or Descending");
 }
 
-}  // namespace
-
-// MaxResults (1 to 100) and NextToken (an offset this layer gave) of a List request.
-Result<Page> read_page(const json& request) {
-  Page page;
-  if (auto it = request.find(f::kMaxResults); it != request.end()) {
-    if (!it->is_number_integer() || it->get<long long>() < 1 ||
-        it->get<long long>() > kMaxPageSize) {
-      return invalid("MaxResults: must be an integer from 1 to " + std::to_string(kMaxPageSize));
-    }
-    page.size = it->get<size_t>();
-  }
-  if (auto it = request.find("NextToken"); it != request.end()) {
-    std::string token = it->is_string() ? it->get<std::string>() : "";
-    const char* end = token.data() + token.size();
-    auto [ptr, ec] = std::from_chars(token.data(), end, page.offset);
-    if (token.empty() || ec != std::errc() || ptr != end) {
-      return invalid("NextToken: is not a token from an earlier reply of this action");
-    }
-  }
-  return page;
-}
-
 // Keeps the page of list that page names; sets NextToken on reply when more follow.
 void paginate(json& list, const Page& page, json& reply, const char* list_key) {
   json kept = json::array();
@@ -97,6 +74,40 @@ Status filter_and_sort(json& list, const json& request, const char* time_key, co
   });
   list = std::move(kept);
   return {};
+}
+
+}  // namespace
+
+// MaxResults (1 to 100) and NextToken (an offset this layer gave) of a List request.
+Result<Page> read_page(const json& request) {
+  Page page;
+  if (auto it = request.find(f::kMaxResults); it != request.end()) {
+    if (!it->is_number_integer() || it->get<long long>() < 1 ||
+        it->get<long long>() > kMaxPageSize) {
+      return invalid("MaxResults: must be an integer from 1 to " + std::to_string(kMaxPageSize));
+    }
+    page.size = it->get<size_t>();
+  }
+  if (auto it = request.find("NextToken"); it != request.end()) {
+    std::string token = it->is_string() ? it->get<std::string>() : "";
+    const char* end = token.data() + token.size();
+    auto [ptr, ec] = std::from_chars(token.data(), end, page.offset);
+    if (token.empty() || ec != std::errc() || ptr != end) {
+      return invalid("NextToken: is not a token from an earlier reply of this action");
+    }
+  }
+  return page;
+}
+
+Result<json> list_reply(json list, const json& request, const Page& page, const ListShape& shape) {
+  if (auto s =
+          filter_and_sort(list, request, shape.time_key, shape.after, shape.before, shape.name_key);
+      !s) {
+    return s.error();
+  }
+  json reply = json::object();
+  paginate(list, page, reply, shape.list_key);
+  return reply;
 }
 
 }  // namespace endure::controller::aws

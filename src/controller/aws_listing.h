@@ -23,15 +23,19 @@ struct Page {
 // a ValidationException naming the field otherwise.
 Result<Page> read_page(const json& request);
 
-// Puts the page of list that page names into reply[list_key], and NextToken into reply when
-// more entries follow.
-void paginate(json& list, const Page& page, json& reply, const char* list_key);
+// What a List action's entries are filtered, sorted and paged by.
+struct ListShape {
+  const char* list_key;  // the reply's list member
+  const char* time_key;  // the entries' time member (epoch seconds)
+  const char* after;     // the request's bounds on it, each optional
+  const char* before;
+  const char* name_key;  // what SortBy NAME sorts by; null: SortBy is not this action's
+};
 
-// Keeps the entries of list whose time_key (epoch seconds) lies after request[after] and
-// before request[before] (each when present), sorted by it (or by name_key when SortBy is
-// NAME; name_key null: SortBy is not this action's), in request's SortOrder (default
-// Ascending). A ValidationException naming the field for a bad bound or sort member.
-Status filter_and_sort(json& list, const json& request, const char* time_key, const char* after,
-                       const char* before, const char* name_key);
+// The reply {list_key: the page, NextToken when more entries follow} of list's entries
+// whose time lies within the request's bounds, sorted by it (or by name with SortBy NAME)
+// in the request's SortOrder (default Ascending). A ValidationException naming the field
+// for a bad bound or sort member.
+Result<json> list_reply(json list, const json& request, const Page& page, const ListShape& shape);
 
 }  // namespace endure::controller::aws

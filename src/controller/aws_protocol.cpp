@@ -85,14 +85,9 @@ Result<json> list_clusters(const json& request, const Handler& handle) {
     }
     list = std::move(kept);
   }
-  if (auto s = filter_and_sort(list, request, f::kCreationTime, "CreationTimeAfter",
-                               "CreationTimeBefore", f::kClusterName);
-      !s) {
-    return s.error();
-  }
-  json out = json::object();
-  paginate(list, *page, out, f::kClusterSummaries);
-  return out;
+  return list_reply(std::move(list), request, *page,
+                    {f::kClusterSummaries, f::kCreationTime, "CreationTimeAfter",
+                     "CreationTimeBefore", f::kClusterName});
 }
 
 Result<json> list_cluster_nodes(const json& request, const Handler& handle) {
@@ -107,14 +102,9 @@ Result<json> list_cluster_nodes(const json& request, const Handler& handle) {
   json& list = (*reply)[f::kClusterNodeSummaries];
   // A local node's host name is its Slurm node name.
   for (auto& node : list) node[f::kPrivateDnsHostname] = node.value(f::kNodeName, "");
-  if (auto s = filter_and_sort(list, request, f::kLaunchTime, "CreationTimeAfter",
-                               "CreationTimeBefore", f::kNodeName);
-      !s) {
-    return s.error();
-  }
-  json out = json::object();
-  paginate(list, *page, out, f::kClusterNodeSummaries);
-  return out;
+  return list_reply(std::move(list), request, *page,
+                    {f::kClusterNodeSummaries, f::kLaunchTime, "CreationTimeAfter",
+                     "CreationTimeBefore", f::kNodeName});
 }
 
 // EventId is a string in the model, an integer in /v1.
@@ -165,14 +155,8 @@ Result<json> list_cluster_events(const json& request, const Handler& handle) {
     event_to_model(e);
     kept.push_back(std::move(e));
   }
-  if (auto s = filter_and_sort(kept, request, f::kEventTime, "EventTimeAfter", "EventTimeBefore",
-                               nullptr);
-      !s) {
-    return s.error();
-  }
-  json out = json::object();
-  paginate(kept, *page, out, f::kEvents);
-  return out;
+  return list_reply(std::move(kept), request, *page,
+                    {f::kEvents, f::kEventTime, "EventTimeAfter", "EventTimeBefore", nullptr});
 }
 
 Result<json> describe_cluster_event(const json& request, const Handler& handle) {
