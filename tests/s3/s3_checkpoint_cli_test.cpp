@@ -11,7 +11,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +20,7 @@
 #include "common/json.h"
 #include "endure/checkpoint.h"
 #include "s3_checkpoint_fixture.h"
+#include "support/text_files.h"
 
 extern char** environ;
 
@@ -66,21 +66,6 @@ int wait_exit(pid_t pid) {
   int status = 0;
   ::waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::vector<json> json_lines(const std::filesystem::path& path) {
-  std::vector<json> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    auto j = json::parse(line, nullptr, false);
-    if (j.is_object()) out.push_back(std::move(j));
-  }
-  return out;
 }
 
 class S3CheckpointCli : public S3CheckpointTest {};

@@ -411,25 +411,13 @@ Status prune(const std::filesystem::path& dir, int keep_last, int keep_every) {
     if (!store) return store.error();
     return (*store)->prune(keep_last, keep_every);
   }
-  auto steps = steps_in(dir);
-  int64_t newest_committed = -1;
-  int kept = 0;
+  std::vector<std::pair<int64_t, bool>> steps;
+  for (int64_t s : steps_in(dir)) {
+    steps.emplace_back(s, std::filesystem::exists(step_dir(dir, s) / kManifestName));
+  }
   Status result;
-  for (int64_t s : steps) {
-    auto path = step_dir(dir, s);
-    bool committed = std::filesystem::exists(path / kManifestName);
-    bool keep;
-    if (!committed) {
-      // Older than a commit: a save that never finished. Newer: one still being written.
-      keep = newest_committed < 0 || s > newest_committed;
-    } else {
-      if (newest_committed < 0) newest_committed = s;
-      keep = keep_last == 0 || kept < keep_last || (keep_every > 0 && s % keep_every == 0);
-      ++kept;
-    }
-    if (!keep) {
-      if (auto r = fs::remove_tree(path); !r) result = r;
-    }
+  for (int64_t s : steps_to_prune(steps, keep_last, keep_every)) {
+    if (auto r = fs::remove_tree(step_dir(dir, s)); !r) result = r;
   }
   return result;
 }

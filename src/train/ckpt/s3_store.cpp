@@ -237,20 +237,9 @@ bool S3Store::newer_descriptor(int rank, int64_t step) const {
 Status S3Store::prune(int keep_last, int keep_every) const {
   auto all = steps();
   if (!all) return all.error();
-  int64_t newest_committed = -1;
-  int kept = 0;
   Status result;
-  for (const auto& [s, committed] : *all) {
-    bool keep;
-    if (!committed) {
-      // Older than a commit: an upload that never finished. Newer: one still going on.
-      keep = newest_committed < 0 || s > newest_committed;
-    } else {
-      if (newest_committed < 0) newest_committed = s;
-      keep = keep_last == 0 || kept < keep_last || (keep_every > 0 && s % keep_every == 0);
-      ++kept;
-    }
-    if (keep) continue;
+  for (int64_t s : steps_to_prune({all->begin(), all->end()}, keep_last, keep_every)) {
+    const bool committed = (*all)[s];
     // The manifest first: a step whose other objects outlive a failed delete is not whole.
     Status st = committed ? client_->delete_object(uri_.bucket, key(s, kManifestName)) : Status();
     if (st) {

@@ -181,6 +181,25 @@ Status commit_if_complete(const std::filesystem::path& dir, int64_t step, int wo
   return write_manifest(dir, step, world, user, std::move(shards), owner);
 }
 
+std::vector<int64_t> steps_to_prune(const std::vector<std::pair<int64_t, bool>>& steps,
+                                    int keep_last, int keep_every) {
+  std::vector<int64_t> out;
+  int64_t newest_committed = -1;
+  int kept = 0;
+  for (const auto& [s, committed] : steps) {
+    bool keep;
+    if (!committed) {
+      keep = newest_committed < 0 || s > newest_committed;
+    } else {
+      if (newest_committed < 0) newest_committed = s;
+      keep = keep_last == 0 || kept < keep_last || (keep_every > 0 && s % keep_every == 0);
+      ++kept;
+    }
+    if (!keep) out.push_back(s);
+  }
+  return out;
+}
+
 // Removes this rank's files of all but its newest `keep` steps in a node-local tier, with
 // each such step's manifest (it no longer holds every shard) and the folder once empty.
 void prune_rank(const std::filesystem::path& dir, int rank, int keep) {

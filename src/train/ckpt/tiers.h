@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/json.h"
@@ -66,6 +67,13 @@ std::string manifest_text(int64_t step, int world, const json& user, json shards
 // Commits a node-local tier's step once every rank's descriptor of it is there.
 Status commit_if_complete(const std::filesystem::path& dir, int64_t step, int world, const json& user,
                           const std::string& owner);
+
+// Retention's decision, for a folder or a prefix: of `steps` (newest first, each with
+// whether it is committed), those to remove. Committed steps past the newest keep_last (0:
+// none) that are not multiples of keep_every go, and uncommitted ones below a committed
+// step (saves that never finished); newer uncommitted ones are still being written.
+std::vector<int64_t> steps_to_prune(const std::vector<std::pair<int64_t, bool>>& steps,
+                                    int keep_last, int keep_every);
 
 // Removes this rank's files of all but its newest `keep` steps in a node-local tier.
 void prune_rank(const std::filesystem::path& dir, int rank, int keep);
