@@ -38,6 +38,12 @@ Result<std::unique_ptr<ckpt::Checkpointer>> reader(const Folders& f) {
 
 bool is_s3(const std::string& dir) { return dir.rfind("s3://", 0) == 0; }
 
+// A DIR or flag that is wrong is a usage error; a store that fails to answer is not.
+int exit_code(const Error& error) {
+  const bool usage = error.code == "ValidationException" || error.code == "NotFound";
+  return usage ? kExitUsage : kExitFailed;
+}
+
 // Every step of the folders, newest first; an s3:// DIR is read alone (node-local tiers
 // belong to a folder on a file system).
 Result<std::vector<ckpt::CheckpointInfo>> steps_of(const Folders& f) {
@@ -80,7 +86,7 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
       auto steps = steps_of(*dir);
       if (!steps) {
         std::fprintf(stderr, "endure: error: %s\n", steps.error().message.c_str());
-        return kExitUsage;
+        return exit_code(steps.error());
       }
       std::printf("%-12s %-12s %-5s %-20s %s\n", "STEP", "BYTES", "WORLD", "TIERS", "STATE");
       for (const auto& info : *steps) {
@@ -99,7 +105,7 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
       auto steps = steps_of(*dir);
       if (!steps) {
         std::fprintf(stderr, "endure: error: %s\n", steps.error().message.c_str());
-        return kExitUsage;
+        return exit_code(steps.error());
       }
       int damaged = 0;
       for (const auto& info : *steps) {
@@ -137,7 +143,7 @@ void add_ckpt(CLI::App& app, std::function<int()>* selected) {
     *selected = [dir, keep_last, keep_every] {
       if (auto steps = steps_of(*dir); !steps) {
         std::fprintf(stderr, "endure: error: %s\n", steps.error().message.c_str());
-        return kExitUsage;
+        return exit_code(steps.error());
       }
       if (auto s = ckpt::prune(dir->dir, *keep_last, *keep_every); !s) {
         std::fprintf(stderr, "endure: error: %s\n", s.error().message.c_str());

@@ -124,8 +124,11 @@ TEST_F(S3CheckpointCli, CkptLsVerifyPruneWorkOnAnS3Prefix) {
   EXPECT_TRUE(left->empty());
 
   Ran bad = sh(endure + " ckpt ls s3://Not_A_Bucket/x");
-  EXPECT_NE(bad.code, 0);
+  EXPECT_EQ(bad.code, 2) << bad.out;  // a usage error
   EXPECT_PRED2(contains, bad.out, "DIR 's3://Not_A_Bucket/x'");
+  Ran unreachable = sh("AWS_ENDPOINT_URL=http://127.0.0.1:1 " + endure + " ckpt ls " + prefix);
+  EXPECT_EQ(unreachable.code, 1) << unreachable.out;  // the store failed, not the command
+  EXPECT_PRED2(contains, unreachable.out, "s3://endure-ckpt/cli/");
 }
 
 // endure-train's arguments for a small model and a short run.
