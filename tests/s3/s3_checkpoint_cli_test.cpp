@@ -193,9 +193,22 @@ TEST_F(S3CheckpointCli, EndureTrainResumesFromS3AfterItsLocalFoldersAreDeleted) 
                     " --vocab-size 512 --out " + data.string() + " --seed 3");
   ASSERT_EQ(prepared.code, 0) << prepared.out;
 
+  // The uninterrupted run, with the S3 tier behind its folder (--ckpt-s3): its last step is
+  // in S3 when it ends, the same bytes.
   auto ref_log = root_.path() / "reference.log";
-  ASSERT_EQ(wait_exit(spawn(train_args(data, root_.str("reference")), ref_log)), 0)
+  ASSERT_EQ(
+      wait_exit(spawn(train_args(data, root_.str("reference"), {"--ckpt-s3", uri("reference")}),
+                      ref_log)),
+      0)
       << read_text(ref_log.string() + ".err");
+  auto ref_steps = ckpt::list_s3(uri("reference"));
+  ASSERT_TRUE(ref_steps) << ref_steps.error().message;
+  ASSERT_FALSE(ref_steps->empty());
+  EXPECT_EQ(ref_steps->front().step, 60);
+  EXPECT_TRUE(ref_steps->front().valid) << ref_steps->front().reason;
+  auto shard = client_->get_object(bucket_, "reference/step-000000000060/rank-00000.shard");
+  ASSERT_TRUE(shard) << shard.error().message;
+  EXPECT_TRUE(*shard == read_text(root_.path() / "reference/step-000000000060/rank-00000.shard"));
 
   // The run keeps its checkpoints in S3, staged in a local folder, and is stopped part way.
   auto stage = root_.path() / "stage";
