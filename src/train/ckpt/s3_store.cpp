@@ -48,13 +48,6 @@ std::filesystem::path S3Store::step_path(int64_t step) const {
   return "s3://" + uri_.bucket + "/" + step_prefix(step).substr(0, step_prefix(step).size() - 1);
 }
 
-int64_t S3Store::step_of(const std::filesystem::path& path) const {
-  const std::string text = path.string();
-  const std::string root = "s3://" + uri_.bucket + "/" + base_;
-  if (text.rfind(root, 0) != 0) return -1;
-  return parse_step_dir(text.substr(root.size()));
-}
-
 Result<std::map<int64_t, bool, std::greater<>>> S3Store::steps() const {
   auto objects = client_->list_objects(uri_.bucket, base_ + "step-");
   if (!objects) return objects.error();

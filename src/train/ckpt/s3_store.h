@@ -36,8 +36,6 @@ class S3Store {
 
   // s3://BUCKET/PREFIX/step-<12 digits>: what CheckpointInfo::path and tier_paths hold.
   std::filesystem::path step_path(int64_t step) const;
-  // The step a step_path() names, or -1 when it names none of this store's.
-  int64_t step_of(const std::filesystem::path& path) const;
 
   // The steps with any object, newest first, each with whether its manifest is there.
   Result<std::map<int64_t, bool, std::greater<>>> steps() const;
