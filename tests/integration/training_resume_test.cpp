@@ -2,6 +2,8 @@
 // node, resume from their checkpoints on /fsx, and re-make every step with the same loss.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "auto_resume_fixture.h"
 
 namespace endure::test {
@@ -106,7 +108,15 @@ class LlamaAutoResume : public AutoResume {
       }
       return step;
     };
-    ASSERT_TRUE(wait_until([&] { return last_step() >= 25; }, 120s)) << read_text(log_path);
+    // Step 20's checkpoint committed on /fsx first: its write runs beside training at idle
+    // priority, and on a loaded machine it may still be under way at step 25.
+    ASSERT_TRUE(wait_until(
+        [&] {
+          return last_step() >= 25 &&
+                 std::filesystem::exists(fsx_ / "ckpt" / "step-000000000020" / "MANIFEST.json");
+        },
+        120s))
+        << read_text(log_path);
     crashed_ = node.empty() ? batch_host(job_) : node;
     ASSERT_FALSE(crashed_.empty());
     ASSERT_NO_FATAL_FAILURE(crash(crashed_));
