@@ -20,9 +20,8 @@
 #include "common/json.h"
 #include "endure/checkpoint.h"
 #include "s3_checkpoint_fixture.h"
+#include "support/spawned.h"
 #include "support/text_files.h"
-
-extern char** environ;
 
 namespace endure::test {
 namespace {
@@ -45,27 +44,6 @@ Ran sh(const std::string& command) {
   int status = ::pclose(p);
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
-}
-
-pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& out) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, (out.string() + ".err").c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&actions);
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 class S3CheckpointCli : public S3CheckpointTest {};

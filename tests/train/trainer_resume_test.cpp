@@ -16,43 +16,19 @@
 #include <thread>
 
 #include "endure/checkpoint.h"
+#include "support/spawned.h"
 #include "support/temp_dir.h"
 #include "support/text_files.h"
-
-extern char** environ;
 
 namespace endure::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-pid_t spawn(const std::vector<std::string>& args, const std::filesystem::path& out) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_addopen(&actions, 2, (out.string() + ".err").c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&actions);
-  return pid;
-}
-
-int wait_exit(pid_t pid) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
 int run(const std::vector<std::string>& args, const std::filesystem::path& out) {
   pid_t pid = spawn(args, out);
   return pid < 0 ? -1 : wait_exit(pid);
 }
-
-
 
 class TrainerResume : public ::testing::Test {
  protected:
