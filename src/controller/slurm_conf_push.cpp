@@ -92,25 +92,22 @@ void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
     if (n.role == spec::NodeRole::kWorker) wanted_names.insert(n.node_name);
   }
   bool restart = !known || known_names != wanted_names;
-  bool moved = false;
+  // Workers that moved to another host keep their names: slurmctld is told where they run.
+  std::vector<const spec::NodeSlot*> moved;
   for (const auto& n : layout.nodes) {
     if (n.role != spec::NodeRole::kWorker || !n.on_host) continue;
-    moved |= known_places[n.node_name] != std::make_pair(n.address, n.hostname);
+    if (known_places[n.node_name] != std::make_pair(n.address, n.hostname)) moved.push_back(&n);
   }
   // A new cluster whose daemons all started on these files: a reconfigure would only make
   // every slurmd reload them while the first jobs arrive, and a step launched into a slurmd
   // that is reloading fails (srun: "failed reading io init message").
-  const bool started_on_them = first && held && !restart && !moved;
+  const bool started_on_them = first && held && !restart && moved.empty();
   Status s = started_on_them ? Status{}
              : restart       ? client.restart_controller()
                              : client.reconfigure();
-  // A node that moved to another host keeps its name: slurmctld is told where it runs now.
-  for (const auto& n : layout.nodes) {
-    if (!s || restart || started_on_them || n.role != spec::NodeRole::kWorker || !n.on_host) {
-      continue;
-    }
-    if (known_places[n.node_name] == std::make_pair(n.address, n.hostname)) continue;
-    s = client.move_node(n.node_name, n.address, n.hostname);
+  for (const auto* n : moved) {
+    if (!s || restart) break;
+    s = client.move_node(n->node_name, n->address, n->hostname);
   }
   if (!s) {
     log::warn("{}: {}", cluster.name, s.error().message);
