@@ -5,8 +5,6 @@
 namespace endure::api {
 namespace {
 
-Error invalid(const std::string& message) { return make_error(kValidationException, message); }
-
 Status non_empty(const char* field, const std::string& value) {
   if (value.empty()) return invalid(std::string(field) + ": must be a non-empty string");
   return {};

@@ -13,11 +13,12 @@
 #include "common/ids.h"
 
 namespace endure::fs {
-namespace {
 
 Error io_error(const std::string& what, const std::filesystem::path& path) {
   return make_error("IOError", what + " " + path.string() + ": " + std::strerror(errno));
 }
+
+namespace {
 
 bool write_all(int fd, const char* data, size_t size) {
   while (size > 0) {

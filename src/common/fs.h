@@ -8,6 +8,9 @@
 
 namespace endure::fs {
 
+// An IOError naming what failed, the path and errno's text.
+Error io_error(const std::string& what, const std::filesystem::path& path);
+
 // Writes data to path so that a crash leaves either the old file or the new one:
 // write a temp file in the same folder, fsync it, rename it over path, fsync the folder.
 Status atomic_write_file(const std::filesystem::path& path, const std::string& data,

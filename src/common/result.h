@@ -54,4 +54,9 @@ inline Error make_error(std::string code, std::string message) {
   return Error{std::move(code), std::move(message)};
 }
 
+// A ValidationException: bad input, the message naming the field and the rule.
+inline Error invalid(std::string message) {
+  return make_error("ValidationException", std::move(message));
+}
+
 }  // namespace endure

@@ -18,7 +18,7 @@ Result<T> defaulted(const json& request, const char* key, T fallback) {
   auto it = request.find(key);
   if (it == request.end()) return fallback;
   T out{};
-  if (auto error = api::codec::decode(*it, key, out)) return validation(*error);
+  if (auto error = api::codec::decode(*it, key, out)) return invalid(*error);
   return out;
 }
 
@@ -34,7 +34,7 @@ Result<json> heartbeat_findings(const json& request) {
 
 Result<json> AgentService::handle(const std::string& action, const std::string& instance_id,
                                   const std::string& token, const json& request) {
-  if (!request.is_object()) return validation("request: must be a JSON object");
+  if (!request.is_object()) return invalid("request: must be a JSON object");
   auto row = store_.instance(instance_id);
   // One answer for "no such instance" and "wrong token": a node learns nothing of others.
   if (!row || row->agent_token != token || row->terminated_at > 0) {

@@ -9,7 +9,7 @@
 namespace endure::controller {
 
 Result<json> ApiRouter::handle(const std::string& action, const json& request) {
-  if (!request.is_object()) return validation("request: must be a JSON object");
+  if (!request.is_object()) return invalid("request: must be a JSON object");
   ClusterService& c = p_.clusters;
   if (action == api::kCreateCluster) return c.create_cluster(request);
   if (action == api::kDescribeCluster) return c.describe_cluster(request);
@@ -67,7 +67,7 @@ Result<json> ApiRouter::handle_agent(const std::string& action, const std::strin
 
 Result<json> ApiRouter::handle_auto_resume(const std::string& action, const std::string& token,
                                            bool operator_ok, const json& request) {
-  if (!request.is_object()) return validation("request: must be a JSON object");
+  if (!request.is_object()) return invalid("request: must be a JSON object");
   auto cluster = find_cluster(p_.store, request);
   // One answer for "no such cluster" and "wrong token" to a caller without the operator's.
   if (!operator_ok) {

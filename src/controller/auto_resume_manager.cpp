@@ -15,12 +15,10 @@
 namespace endure::controller {
 namespace {
 
-Error validation(const std::string& text) { return make_error(api::kValidationException, text); }
-
 Result<long long> job_id_of(const json& request) {
   if (!request.contains("JobId") || !request["JobId"].is_number_integer() ||
       request["JobId"].get<long long>() <= 0) {
-    return validation("JobId: must be a positive integer");
+    return invalid("JobId: must be a positive integer");
   }
   return request["JobId"].get<long long>();
 }
@@ -112,19 +110,19 @@ Result<StepFailure> read_step_failed(const json& request) {
   f.job_id = *job;
   if (request.contains("Nodes") && request["Nodes"].is_array() && !request["Nodes"].empty()) {
     for (const auto& n : request["Nodes"]) {
-      if (!n.is_string()) return validation("Nodes: must be an array of node names");
+      if (!n.is_string()) return invalid("Nodes: must be an array of node names");
       f.nodes.push_back(n.get<std::string>());
     }
   } else if (request.contains("NodeList") && request["NodeList"].is_string()) {
     auto hosts = slurm::expand_hostlist(request["NodeList"].get<std::string>());
-    if (!hosts) return validation("NodeList: " + hosts.error().message);
+    if (!hosts) return invalid("NodeList: " + hosts.error().message);
     f.nodes = *hosts;
   } else {
-    return validation("Nodes: must be a non-empty array of node names (or NodeList a hostlist)");
+    return invalid("Nodes: must be a non-empty array of node names (or NodeList a hostlist)");
   }
   for (const char* field : {"StepStartTime", "FailedAt"}) {
     if (!request.contains(field) || !request[field].is_number()) {
-      return validation(std::string(field) + ": must be a time in seconds since the epoch");
+      return invalid(std::string(field) + ": must be a time in seconds since the epoch");
     }
   }
   f.step_start = request["StepStartTime"].get<double>();
@@ -132,7 +130,7 @@ Result<StepFailure> read_step_failed(const json& request) {
   // Optional, with their types (an older supervisor sends no Resumes).
   for (auto error : {api::codec::decode_if_present(request, "Resumes", f.resumes),
                      api::codec::decode_if_present(request, "Succeeded", f.succeeded)}) {
-    if (error) return validation(*error);
+    if (error) return invalid(*error);
   }
   f.exit_status = request.contains("ExitStatus") ? request["ExitStatus"].dump() : "?";
   return f;

@@ -13,8 +13,6 @@ namespace {
 
 namespace f = api::field;
 
-Error invalid(const std::string& message) { return make_error(api::kValidationException, message); }
-
 // A timestamp member of a request, as the SDKs send it (epoch seconds); absent: nullopt.
 Result<std::optional<double>> request_time(const json& request, const char* key) {
   auto it = request.find(key);

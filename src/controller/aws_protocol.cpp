@@ -36,8 +36,6 @@ const std::set<std::string> kActions = {api::kCreateCluster,
 const std::set<std::string> kTimestamps = {"CreationTime", "LaunchTime", "EventTime",
                                            "TerminationTime", "LastSoftwareUpdateTime"};
 
-Error invalid(const std::string& message) { return make_error(api::kValidationException, message); }
-
 void convert_times(json& value) {
   if (value.is_array()) {
     for (auto& item : value) convert_times(item);

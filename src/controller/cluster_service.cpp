@@ -108,15 +108,15 @@ Result<json> ClusterService::load_provisioning(const json& spec_json) {
     }
   }
   if (provisioning_file.empty()) {
-    return validation("InstanceGroups[0].LifeCycleConfig.SourceS3Uri: no lifecycle folder holds " +
-                      std::string(spec::kProvisioningFile) +
-                      ", which names the controller, login and worker groups");
+    return invalid("InstanceGroups[0].LifeCycleConfig.SourceS3Uri: no lifecycle folder holds " +
+                   std::string(spec::kProvisioningFile) +
+                   ", which names the controller, login and worker groups");
   }
   auto text = fs::read_file(provisioning_file);
-  if (!text) return validation(std::string(spec::kProvisioningFile) + ": " + text.error().message);
+  if (!text) return invalid(std::string(spec::kProvisioningFile) + ": " + text.error().message);
   auto params_json = json::parse(*text, nullptr, false);
   if (params_json.is_discarded()) {
-    return validation(std::string(spec::kProvisioningFile) + ": is not valid JSON");
+    return invalid(std::string(spec::kProvisioningFile) + ": is not valid JSON");
   }
   auto params = spec::parse_provisioning(params_json, *spec);
   if (!params) return params.error();
@@ -333,19 +333,19 @@ Result<json> ClusterService::list_cluster_events(const json& request) {
   std::string node;
   if (request.contains(api::field::kAfterEventId)) {
     const json& v = request[api::field::kAfterEventId];
-    if (!v.is_number_integer()) return validation("AfterEventId: must be an integer");
+    if (!v.is_number_integer()) return invalid("AfterEventId: must be an integer");
     after = v.get<long long>();
   }
   if (request.contains(api::field::kMaxResults)) {
     const json& v = request[api::field::kMaxResults];
     if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 10000) {
-      return validation("MaxResults: must be an integer from 1 to 10000");
+      return invalid("MaxResults: must be an integer from 1 to 10000");
     }
     limit = v.get<int>();
   }
   if (request.contains(api::field::kNodeName)) {
     const json& v = request[api::field::kNodeName];
-    if (!v.is_string()) return validation("NodeName: must be a string");
+    if (!v.is_string()) return invalid("NodeName: must be a string");
     node = v.get<std::string>();
   }
   api::ListClusterEventsReply reply;
@@ -360,7 +360,7 @@ Result<json> ClusterService::describe_cluster_event(const json& request) {
   if (!cluster) return cluster.error();
   if (!request.contains(api::field::kEventId) ||
       !request[api::field::kEventId].is_number_integer()) {
-    return validation("EventId: is required, an integer");
+    return invalid("EventId: is required, an integer");
   }
   long long id = request[api::field::kEventId].get<long long>();
   auto e = store_.event(cluster->id, id);
@@ -412,11 +412,11 @@ Result<json> ClusterService::batch_recover(const json& request, RecoveryAction a
   const json node_ids =
       request.contains(api::field::kNodeIds) ? request[api::field::kNodeIds] : json();
   if (!node_ids.is_array() || node_ids.empty() || node_ids.size() > size_t{api::kMaxBatchNodes}) {
-    return validation("NodeIds: must be an array of 1 to " + std::to_string(api::kMaxBatchNodes) +
-                      " instance ids");
+    return invalid("NodeIds: must be an array of 1 to " + std::to_string(api::kMaxBatchNodes) +
+                   " instance ids");
   }
   for (const auto& id : node_ids) {
-    if (!id.is_string()) return validation("NodeIds: every entry must be an instance id string");
+    if (!id.is_string()) return invalid("NodeIds: every entry must be an instance id string");
   }
   auto typed = api::BatchNodesRequest::from_json(request);
   if (!typed) return typed.error();

@@ -38,13 +38,13 @@ Result<json> DeepCheckManager::start(const json& request) {
     const json& node_ids = request[api::field::kNodeIds];
     if (!node_ids.is_array() || node_ids.empty() ||
         node_ids.size() > size_t{api::kMaxHealthCheckNodes}) {
-      return validation("NodeIds: must be an array of 1 to " +
-                        std::to_string(api::kMaxHealthCheckNodes) + " node names or instance ids");
+      return invalid("NodeIds: must be an array of 1 to " +
+                     std::to_string(api::kMaxHealthCheckNodes) + " node names or instance ids");
     }
     for (size_t i = 0; i < node_ids.size(); ++i) {
       const auto& id = node_ids[i];
       std::string field = "NodeIds[" + std::to_string(i) + "]";
-      if (!id.is_string()) return validation(field + ": must be a string");
+      if (!id.is_string()) return invalid(field + ": must be a string");
       auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) {
         return r.instance_id == id.get<std::string>() || r.node_name == id.get<std::string>();
       });
@@ -59,12 +59,12 @@ Result<json> DeepCheckManager::start(const json& request) {
       if (slot && slot->role == spec::NodeRole::kWorker) chosen.push_back(r);
     }
   }
-  if (chosen.empty()) return validation("NodeIds: the cluster has no worker node to check");
+  if (chosen.empty()) return invalid("NodeIds: the cluster has no worker node to check");
   std::vector<std::string> names;
   for (const auto& r : chosen) {
     const auto* slot = layout.find(r.node_name);
     if (!slot || slot->role != spec::NodeRole::kWorker) {
-      return validation("NodeIds: " + r.node_name + " is not a worker node");
+      return invalid("NodeIds: " + r.node_name + " is not a worker node");
     }
     if (r.status != "Running" || !r.recovery.empty()) {
       return make_error(api::kConflictException,
@@ -125,10 +125,9 @@ json DeepCheckManager::order_for(const store::InstanceRow& row) {
 
 Result<json> deep_check_results(const json& request) {
   auto it = request.find(api::field::kResults);
-  if (it == request.end() || !it->is_array()) return validation("Results: must be an array");
+  if (it == request.end() || !it->is_array()) return invalid("Results: must be an array");
   std::vector<api::DeepCheckResult> results;
-  if (auto error = api::codec::decode(*it, api::field::kResults, results))
-    return validation(*error);
+  if (auto error = api::codec::decode(*it, api::field::kResults, results)) return invalid(*error);
   return api::codec::encode(results);
 }
 

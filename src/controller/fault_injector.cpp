@@ -54,7 +54,7 @@ Result<json> FaultInjector::inject(const json& request) {
     s = drill->kill_slurmd(c, id);
     what = "killed the node's slurmd";
   } else {
-    return validation("Kind: must be one of " + api::join_words(api::kFaultKinds, ", "));
+    return invalid("Kind: must be one of " + api::join_words(api::kFaultKinds, ", "));
   }
   if (!s) return s.error();
   // The fault is made: its record failing is logged, not the drill.

@@ -7,15 +7,11 @@
 
 namespace endure::controller {
 
-Error validation(const std::string& message) {
-  return make_error(api::kValidationException, message);
-}
-
 Result<std::string> required_string(const json& request, const char* field) {
-  if (!request.is_object()) return validation("request: must be a JSON object");
-  if (!request.contains(field)) return validation(std::string(field) + ": is required");
+  if (!request.is_object()) return invalid("request: must be a JSON object");
+  if (!request.contains(field)) return invalid(std::string(field) + ": is required");
   if (!request[field].is_string() || request[field].get<std::string>().empty()) {
-    return validation(std::string(field) + ": must be a non-empty string");
+    return invalid(std::string(field) + ": must be a non-empty string");
   }
   return request[field].get<std::string>();
 }

@@ -13,9 +13,6 @@
 
 namespace endure::controller {
 
-// A ValidationException with the field-and-rule message.
-Error validation(const std::string& message);
-
 // A required, non-empty string field of a request object.
 Result<std::string> required_string(const json& request, const char* field);
 

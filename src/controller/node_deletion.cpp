@@ -15,11 +15,11 @@ Result<json> batch_delete_nodes(store::Store& store, const json& request) {
   if (!cluster) return cluster.error();
   const json ids = request.value("NodeIds", json());
   if (!ids.is_array() || ids.empty() || ids.size() > size_t{api::kMaxBatchDeleteNodes}) {
-    return validation("NodeIds: must be an array of 1 to " +
-                      std::to_string(api::kMaxBatchDeleteNodes) + " instance ids");
+    return invalid("NodeIds: must be an array of 1 to " +
+                   std::to_string(api::kMaxBatchDeleteNodes) + " instance ids");
   }
   for (const auto& id : ids) {
-    if (!id.is_string()) return validation("NodeIds: every entry must be an instance id string");
+    if (!id.is_string()) return invalid("NodeIds: every entry must be an instance id string");
   }
   auto model = load_model(store, *cluster);
   if (!model) return model.error();

@@ -9,8 +9,6 @@
 namespace endure::controller {
 namespace {
 
-Error invalid(const std::string& message) { return make_error(api::kValidationException, message); }
-
 // An integer field of an object, within [lo, hi].
 Result<int> bounded_int(const json& object, const char* field, const std::string& path, int lo,
                         int hi, int fallback) {

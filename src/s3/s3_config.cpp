@@ -14,8 +14,6 @@ namespace endure::s3 {
 
 namespace {
 
-Error invalid(const std::string& message) { return make_error(api::kValidationException, message); }
-
 std::string trim(const std::string& s) {
   size_t b = 0, e = s.size();
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;

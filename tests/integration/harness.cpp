@@ -14,6 +14,7 @@
 #include "common/fs.h"
 #include "common/ids.h"
 #include "provider/local/namespace_processes.h"
+#include "support/text_files.h"
 
 namespace endure::test {
 
@@ -41,11 +42,6 @@ namespace {
 int pick_port() {
   static int next = 7300 + static_cast<int>(getpid() % 500);
   return next++;
-}
-
-std::string read_text(const std::filesystem::path& p) {
-  auto t = fs::read_file(p);
-  return t ? *t : "";
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 // passed on with the field, and the last snapshot serving while the endpoint is down.
 #include "s3/lifecycle_cache.h"
 
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -10,8 +11,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "common/fs.h"
 #include "provider/local/local_provider.h"
@@ -24,8 +23,8 @@ namespace endure::s3 {
 namespace {
 
 namespace sfs = std::filesystem;
-constexpr const char* kBucket = "sagemaker-lifecycle";
-constexpr const char* kField = "InstanceGroups[1].LifeCycleConfig";
+constexpr const char* kCacheBucket = "sagemaker-lifecycle";
+constexpr const char* kCacheField = "InstanceGroups[1].LifeCycleConfig";
 
 using test::contains;
 
@@ -68,7 +67,7 @@ TEST(LifecyclePin, KeepsTheFirstSnapshotUntilTheSourceChanges) {
 
 class LifecycleCacheTest : public test::S3ServerTest {
  protected:
-  LifecycleCacheTest() : S3ServerTest(kBucket) {}
+  LifecycleCacheTest() : S3ServerTest(kCacheBucket) {}
 
   test::TempDir dir_{"endure-s3-lifecycle"};
 };
@@ -79,7 +78,7 @@ TEST_F(LifecycleCacheTest, ResolvesPinsAndFallsBackWhileTheEndpointIsDown) {
   LifecycleSourceCache cache(dir_.path() / "lifecycle-s3", server_->config());
   const std::string uri = "s3://sagemaker-lifecycle/base-config";
 
-  auto created = cache.resolve(kField, uri, "on_create.sh");
+  auto created = cache.resolve(kCacheField, uri, "on_create.sh");
   ASSERT_TRUE(created) << created.error().message;
   EXPECT_TRUE(is_lifecycle_snapshot(*created));
   EXPECT_EQ(*fs::read_file(*created / "on_create.sh"), "echo v1\n");
@@ -88,7 +87,7 @@ TEST_F(LifecycleCacheTest, ResolvesPinsAndFallsBackWhileTheEndpointIsDown) {
 
   // The scripts change in the bucket; a replacement node of the cluster runs the first copy.
   put("base-config/on_create.sh", "echo v2\n");
-  auto replaced = cache.resolve(kField, uri, "on_create.sh");
+  auto replaced = cache.resolve(kCacheField, uri, "on_create.sh");
   ASSERT_TRUE(replaced) << replaced.error().message;
   EXPECT_NE(*replaced, *created);
   auto runs = pin_lifecycle_snapshot(pins, *replaced);
@@ -98,13 +97,13 @@ TEST_F(LifecycleCacheTest, ResolvesPinsAndFallsBackWhileTheEndpointIsDown) {
 
   // The endpoint gone: the newest copy of the source serves; a source never copied fails.
   server_->kill();
-  auto offline = cache.resolve(kField, uri, "on_create.sh");
+  auto offline = cache.resolve(kCacheField, uri, "on_create.sh");
   ASSERT_TRUE(offline) << offline.error().message;
   EXPECT_EQ(*fs::read_file(*offline / "on_create.sh"), "echo v2\n");
-  auto never = cache.resolve(kField, "s3://sagemaker-lifecycle/other", "on_create.sh");
+  auto never = cache.resolve(kCacheField, "s3://sagemaker-lifecycle/other", "on_create.sh");
   ASSERT_FALSE(never);
   EXPECT_EQ(never.error().code, kUnreachable);
-  EXPECT_PRED2(contains, never.error().message, std::string(kField) + ".SourceS3Uri");
+  EXPECT_PRED2(contains, never.error().message, std::string(kCacheField) + ".SourceS3Uri");
 }
 
 // Sets (or, with no value, unsets) environment variables for the scope of a test and
@@ -144,20 +143,20 @@ TEST_F(LifecycleCacheTest, TheLocalProviderResolvesS3SourcesWithEnduredsEnvironm
                  {"AWS_SESSION_TOKEN", std::nullopt}});
   provider::LocalProvider local(dir_.path() / "home/clusters", "/nonexistent/endure-agent",
                                 dir_.path() / "indexes");
-  auto dir =
-      local.resolve_lifecycle_source(kField, "s3://sagemaker-lifecycle/cluster", "on_create.sh");
+  auto dir = local.resolve_lifecycle_source(kCacheField, "s3://sagemaker-lifecycle/cluster",
+                                            "on_create.sh");
   ASSERT_TRUE(dir) << dir.error().message;
   EXPECT_EQ(dir->parent_path().parent_path(), dir_.path() / "home/lifecycle-s3");
   EXPECT_TRUE(sfs::is_regular_file(*dir / "provisioning_parameters.json"));
 
   // A missing script or bucket fails the creation with the S3 error and the field.
   auto no_script =
-      local.resolve_lifecycle_source(kField, "s3://sagemaker-lifecycle/cluster", "missing.sh");
+      local.resolve_lifecycle_source(kCacheField, "s3://sagemaker-lifecycle/cluster", "missing.sh");
   ASSERT_FALSE(no_script);
   EXPECT_PRED2(contains, no_script.error().message,
-               std::string(kField) + ".OnCreate: s3://sagemaker-lifecycle/cluster/missing.sh");
+               std::string(kCacheField) + ".OnCreate: s3://sagemaker-lifecycle/cluster/missing.sh");
   auto no_bucket =
-      local.resolve_lifecycle_source(kField, "s3://no-such-bucket/cluster", "on_create.sh");
+      local.resolve_lifecycle_source(kCacheField, "s3://no-such-bucket/cluster", "on_create.sh");
   ASSERT_FALSE(no_bucket);
   EXPECT_EQ(no_bucket.error().code, "NoSuchBucket");
   EXPECT_PRED2(contains, no_bucket.error().message, "s3://no-such-bucket/cluster/");
@@ -187,10 +186,10 @@ TEST(LifecycleCacheConfig, AnEnduredWithoutS3SettingsSaysSo) {
                  {"AWS_SECRET_ACCESS_KEY", std::nullopt},
                  {"AWS_SHARED_CREDENTIALS_FILE", std::nullopt}});
   LifecycleSourceCache cache(dir.path() / "lifecycle-s3");
-  auto r = cache.resolve(kField, "s3://sagemaker-lifecycle/x", "on_create.sh");
+  auto r = cache.resolve(kCacheField, "s3://sagemaker-lifecycle/x", "on_create.sh");
   ASSERT_FALSE(r);
   EXPECT_PRED2(contains, r.error().message,
-               std::string(kField) + ".SourceS3Uri: object storage is not configured");
+               std::string(kCacheField) + ".SourceS3Uri: object storage is not configured");
   EXPECT_PRED2(contains, r.error().message, "AWS_ACCESS_KEY_ID");
   EXPECT_FALSE(sfs::exists(dir.path() / "lifecycle-s3"));
 }

@@ -3,13 +3,13 @@
 // key and field) when the bucket, the OnCreate script or the permission is missing.
 #include "s3/prefix_fetch.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "common/fs.h"
 #include "s3/s3_error.h"
@@ -20,8 +20,8 @@ namespace endure::s3 {
 namespace {
 
 namespace sfs = std::filesystem;
-constexpr const char* kBucket = "endure-lifecycle";
-constexpr const char* kField = "InstanceGroups[0].LifeCycleConfig";
+constexpr const char* kFetchBucket = "endure-lifecycle";
+constexpr const char* kFetchField = "InstanceGroups[0].LifeCycleConfig";
 
 using test::contains;
 
@@ -51,7 +51,7 @@ TEST(PrefixFetch, RelativePathsStayInsideTheFolder) {
 
 class PrefixFetchTest : public test::S3ServerTest {
  protected:
-  PrefixFetchTest() : S3ServerTest(kBucket) {}
+  PrefixFetchTest() : S3ServerTest(kFetchBucket) {}
 
   sfs::path cache_root() const { return cache_.path() / "lifecycle"; }
 
@@ -65,8 +65,8 @@ TEST_F(PrefixFetchTest, CopiesThePrefixAndReusesAnUnchangedSnapshot) {
   put("cluster/scripts/dir/", "");                   // a folder marker
   put("cluster/scripts-old/on_create.sh", "old\n");  // beside the prefix, not under it
 
-  auto fetched = fetch_lifecycle_scripts(*client_, kField, "s3://endure-lifecycle/cluster/scripts",
-                                         "on_create.sh", cache_root());
+  auto fetched = fetch_lifecycle_scripts(
+      *client_, kFetchField, "s3://endure-lifecycle/cluster/scripts", "on_create.sh", cache_root());
   ASSERT_TRUE(fetched) << fetched.error().message;
   EXPECT_FALSE(fetched->reused);
   EXPECT_EQ(fetched->files,
@@ -82,16 +82,17 @@ TEST_F(PrefixFetchTest, CopiesThePrefixAndReusesAnUnchangedSnapshot) {
                                       fetched->digest + "/utils/mount_fsx.sh"}));
 
   // Unchanged: the same snapshot, nothing downloaded again.
-  auto again = fetch_lifecycle_scripts(*client_, kField, "s3://endure-lifecycle/cluster/scripts/",
-                                       "on_create.sh", cache_root());
+  auto again =
+      fetch_lifecycle_scripts(*client_, kFetchField, "s3://endure-lifecycle/cluster/scripts/",
+                              "on_create.sh", cache_root());
   ASSERT_TRUE(again) << again.error().message;
   EXPECT_TRUE(again->reused);
   EXPECT_EQ(again->dir, fetched->dir);
 
   // Changed: a new snapshot beside the old one, which stays as it was for its readers.
   put("cluster/scripts/on_create.sh", "#!/bin/bash\necho created v2\n");
-  auto changed = fetch_lifecycle_scripts(*client_, kField, "s3://endure-lifecycle/cluster/scripts",
-                                         "on_create.sh", cache_root());
+  auto changed = fetch_lifecycle_scripts(
+      *client_, kFetchField, "s3://endure-lifecycle/cluster/scripts", "on_create.sh", cache_root());
   ASSERT_TRUE(changed) << changed.error().message;
   EXPECT_NE(changed->dir, fetched->dir);
   EXPECT_EQ(*fs::read_file(changed->dir / "on_create.sh"), "#!/bin/bash\necho created v2\n");
@@ -101,26 +102,26 @@ TEST_F(PrefixFetchTest, CopiesThePrefixAndReusesAnUnchangedSnapshot) {
 TEST_F(PrefixFetchTest, MissingBucketScriptOrPermissionFailsAndWritesNothing) {
   put("cluster/scripts/provisioning_parameters.json", "{}\n");
 
-  auto no_bucket = fetch_lifecycle_scripts(*client_, kField, "s3://no-such-bucket/scripts",
+  auto no_bucket = fetch_lifecycle_scripts(*client_, kFetchField, "s3://no-such-bucket/scripts",
                                            "on_create.sh", cache_root());
   ASSERT_FALSE(no_bucket);
   EXPECT_EQ(no_bucket.error().code, "NoSuchBucket");
-  EXPECT_PRED2(contains, no_bucket.error().message, std::string(kField) + ".SourceS3Uri");
+  EXPECT_PRED2(contains, no_bucket.error().message, std::string(kFetchField) + ".SourceS3Uri");
   EXPECT_PRED2(contains, no_bucket.error().message, "s3://no-such-bucket/scripts/");
 
-  auto empty = fetch_lifecycle_scripts(*client_, kField, "s3://endure-lifecycle/nothing-here",
+  auto empty = fetch_lifecycle_scripts(*client_, kFetchField, "s3://endure-lifecycle/nothing-here",
                                        "on_create.sh", cache_root());
   ASSERT_FALSE(empty);
   EXPECT_EQ(empty.error().code, "NoSuchKey");
   EXPECT_PRED2(contains, empty.error().message, "s3://endure-lifecycle/nothing-here/");
 
   auto no_script = fetch_lifecycle_scripts(
-      *client_, kField, "s3://endure-lifecycle/cluster/scripts", "on_create.sh", cache_root());
+      *client_, kFetchField, "s3://endure-lifecycle/cluster/scripts", "on_create.sh", cache_root());
   ASSERT_FALSE(no_script);
   EXPECT_EQ(no_script.error().code, "ValidationException");
   EXPECT_PRED2(
       contains, no_script.error().message,
-      std::string(kField) + ".OnCreate: s3://endure-lifecycle/cluster/scripts/on_create.sh");
+      std::string(kFetchField) + ".OnCreate: s3://endure-lifecycle/cluster/scripts/on_create.sh");
 
   put("cluster/scripts/on_create.sh", "echo\n");
   S3Config wrong = server_->config();
@@ -128,14 +129,14 @@ TEST_F(PrefixFetchTest, MissingBucketScriptOrPermissionFailsAndWritesNothing) {
   auto denied_client = S3Client::create(wrong);
   ASSERT_TRUE(denied_client);
   auto denied =
-      fetch_lifecycle_scripts(**denied_client, kField, "s3://endure-lifecycle/cluster/scripts",
+      fetch_lifecycle_scripts(**denied_client, kFetchField, "s3://endure-lifecycle/cluster/scripts",
                               "on_create.sh", cache_root());
   ASSERT_FALSE(denied);
   EXPECT_TRUE(is_access_denied(denied.error())) << denied.error().message;
   EXPECT_PRED2(contains, denied.error().message, "s3://endure-lifecycle/cluster/scripts/");
 
-  auto bad_uri =
-      fetch_lifecycle_scripts(*client_, kField, "s3://Bad_Bucket/x", "on_create.sh", cache_root());
+  auto bad_uri = fetch_lifecycle_scripts(*client_, kFetchField, "s3://Bad_Bucket/x", "on_create.sh",
+                                         cache_root());
   ASSERT_FALSE(bad_uri);
   EXPECT_EQ(bad_uri.error().code, "ValidationException");
 
@@ -145,7 +146,7 @@ TEST_F(PrefixFetchTest, MissingBucketScriptOrPermissionFailsAndWritesNothing) {
 
 TEST_F(PrefixFetchTest, AServerGoneMidFetchLeavesNoSnapshot) {
   for (int i = 0; i < 6; ++i) put("big/part-" + std::to_string(i), std::string(300000, 'a' + i));
-  auto listing = list_prefix(*client_, S3Uri{kBucket, "big"});
+  auto listing = list_prefix(*client_, S3Uri{kFetchBucket, "big"});
   ASSERT_TRUE(listing) << listing.error().message;
   server_->kill();
   auto fetched = fetch_listing(*client_, *listing, cache_root());

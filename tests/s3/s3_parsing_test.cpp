@@ -1,9 +1,9 @@
 // The S3 client's pure parts, no server: URIs, configuration and credentials files, URLs,
 // the XML reader, error messages and the retry policy.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "common/fs.h"
 #include "s3/request_url.h"
@@ -13,13 +13,12 @@
 #include "s3/s3_uri.h"
 #include "s3/xml_reader.h"
 #include "support/temp_dir.h"
+#include "support/text_files.h"
 
 namespace endure::s3 {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test::contains;
 
 Status write_text(const std::filesystem::path& path, const std::string& text) {
   if (auto st = fs::make_dirs(path.parent_path()); !st) return st;

@@ -3,20 +3,17 @@
 // to install it, when the server is not installed.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "s3/s3_client.h"
 #include "support/s3_server.h"
+#include "support/text_files.h"
 
 namespace endure::test {
-
-inline bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 class S3ServerTest : public ::testing::Test {
  protected:

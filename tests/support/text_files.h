@@ -17,6 +17,11 @@ inline std::string read_text(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// Whether `part` occurs in `text`.
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 // Every line of the file that is a JSON object, in order (other lines are passed over).
 inline std::vector<json> json_lines(const std::filesystem::path& path) {
   std::vector<json> out;

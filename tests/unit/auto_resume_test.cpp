@@ -18,15 +18,14 @@
 #include "support/cluster_layouts.h"
 #include "support/store_fixture.h"
 #include "support/temp_dir.h"
+#include "support/text_files.h"
 
 namespace endure {
 namespace {
 
 using Hosts = std::vector<std::string>;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using test::contains;
 
 // ---------------------------------------------------------------------------------------
 // Hostlist expressions.

@@ -56,13 +56,13 @@ std::string with_workers(const std::string& workers_text) {
   return with("worker_groups", json::parse(workers_text));
 }
 
-struct MalformedCase {
+struct MalformedProvisioning {
   std::string name;
   std::string text;
   std::string path;
 };
 
-std::vector<MalformedCase> malformed_cases() {
+std::vector<MalformedProvisioning> malformed_provisioning() {
   const std::string p = "provisioning_parameters.json:";
   const std::string long_partition(41, 'p');
   return {
@@ -121,12 +121,12 @@ std::vector<MalformedCase> malformed_cases() {
 }
 
 // gtest names a failing case by this rather than by the struct's bytes.
-void PrintTo(const MalformedCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const MalformedProvisioning& c, std::ostream* os) { *os << c.name; }
 
-class ProvisioningMalformed : public testing::TestWithParam<MalformedCase> {};
+class ProvisioningMalformed : public testing::TestWithParam<MalformedProvisioning> {};
 
 TEST_P(ProvisioningMalformed, IsRejectedAtItsPath) {
-  const MalformedCase& c = GetParam();
+  const MalformedProvisioning& c = GetParam();
   SCOPED_TRACE(c.text);
   json params = json::parse(c.text);
   ClusterSpec spec = cluster();
@@ -142,8 +142,9 @@ TEST_P(ProvisioningMalformed, IsRejectedAtItsPath) {
   EXPECT_EQ(parsed.error().message, describe(errors));
 }
 
-INSTANTIATE_TEST_SUITE_P(Provisioning, ProvisioningMalformed, testing::ValuesIn(malformed_cases()),
-                         [](const testing::TestParamInfo<MalformedCase>& param) {
+INSTANTIATE_TEST_SUITE_P(Provisioning, ProvisioningMalformed,
+                         testing::ValuesIn(malformed_provisioning()),
+                         [](const testing::TestParamInfo<MalformedProvisioning>& param) {
                            return param.param.name;
                          });
 
@@ -217,7 +218,7 @@ TEST(ProvisioningTest, GroupWithoutRoleRule) {
 }
 
 TEST(ProvisioningMalformedTable, HasAtLeast8DistinctCases) {
-  std::vector<MalformedCase> cases = malformed_cases();
+  std::vector<MalformedProvisioning> cases = malformed_provisioning();
   EXPECT_GE(cases.size(), 8u);
   for (size_t i = 0; i < cases.size(); ++i) {
     for (size_t j = i + 1; j < cases.size(); ++j) {

@@ -13,7 +13,7 @@ namespace {
 using provider::AgentState;
 using provider::MachineState;
 
-const SilenceLimits kLimits{1.0, 5.0, 5.0};
+const SilenceLimits kSilenceLimits{1.0, 5.0, 5.0};
 
 SilenceObservation seen(double silent_for, MachineState machine, std::optional<bool> answers,
                         AgentState agent = AgentState::kSleeping) {
@@ -38,7 +38,7 @@ class EveryCombination : public ::testing::TestWithParam<Case> {};
 
 TEST_P(EveryCombination, DecidesAsTheTableSays) {
   const Case& c = GetParam();
-  auto d = decide_silence(seen(c.silent ? 1.2 : 0.6, c.machine, c.answers), kLimits);
+  auto d = decide_silence(seen(c.silent ? 1.2 : 0.6, c.machine, c.answers), kSilenceLimits);
   EXPECT_EQ(d.step, c.step) << d.text;
   EXPECT_EQ(d.fault, c.fault);
   if (c.step != SilenceStep::kQuiet) {
@@ -74,8 +74,8 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(SilenceDecisions, TheSuspectThresholdIsInclusive) {
-  EXPECT_FALSE(is_suspect(0.999, kLimits));
-  EXPECT_TRUE(is_suspect(1.0, kLimits));
+  EXPECT_FALSE(is_suspect(0.999, kSilenceLimits));
+  EXPECT_TRUE(is_suspect(1.0, kSilenceLimits));
 }
 
 TEST(SilenceDecisions, AStarvedAgentIsNeverJudged) {
@@ -83,7 +83,7 @@ TEST(SilenceDecisions, AStarvedAgentIsNeverJudged) {
     for (auto answers :
          {std::optional<bool>(true), std::optional<bool>(false), std::optional<bool>()}) {
       auto d = decide_silence(seen(silent, MachineState::kAlive, answers, AgentState::kRunnable),
-                              kLimits);
+                              kSilenceLimits);
       EXPECT_EQ(d.step, SilenceStep::kWait) << silent << " s: " << d.text;
       EXPECT_NE(d.text.find("starved"), std::string::npos);
     }
@@ -93,23 +93,23 @@ TEST(SilenceDecisions, AStarvedAgentIsNeverJudged) {
 TEST(SilenceDecisions, AnAgentRestartedIsGivenTimeBeforeTheNext) {
   auto s = seen(3.0, MachineState::kAlive, true, AgentState::kStopped);
   s.since_agent_restart = 2.0;
-  EXPECT_EQ(decide_silence(s, kLimits).step, SilenceStep::kWait);
+  EXPECT_EQ(decide_silence(s, kSilenceLimits).step, SilenceStep::kWait);
   s.since_agent_restart = 5.0;
-  EXPECT_EQ(decide_silence(s, kLimits).step, SilenceStep::kRestartAgent);
+  EXPECT_EQ(decide_silence(s, kSilenceLimits).step, SilenceStep::kRestartAgent);
 }
 
 TEST(SilenceDecisions, ALiveNodeWhoseDaemonAnswersIsNeverJudgedHowEverLongItsAgentIsSilent) {
   auto s = seen(600.0, MachineState::kAlive, true, AgentState::kGone);
   s.since_agent_restart = 1.0;
-  EXPECT_EQ(decide_silence(s, kLimits).step, SilenceStep::kWait);
+  EXPECT_EQ(decide_silence(s, kSilenceLimits).step, SilenceStep::kWait);
 }
 
 TEST(SilenceDecisions, NothingAnsweringIsAHangOnlyAfterTheHangLimit) {
   auto s = seen(4.9, MachineState::kAlive, false, AgentState::kSleeping);
   s.since_agent_restart = 1.0;
-  EXPECT_EQ(decide_silence(s, kLimits).step, SilenceStep::kWait);
+  EXPECT_EQ(decide_silence(s, kSilenceLimits).step, SilenceStep::kWait);
   s.silent_for = 5.0;
-  auto d = decide_silence(s, kLimits);
+  auto d = decide_silence(s, kSilenceLimits);
   EXPECT_EQ(d.step, SilenceStep::kVerdict);
   EXPECT_EQ(d.fault, "hang");
   EXPECT_NE(d.text.find("no heartbeat for 5.0 s"), std::string::npos) << d.text;
@@ -118,21 +118,21 @@ TEST(SilenceDecisions, NothingAnsweringIsAHangOnlyAfterTheHangLimit) {
 TEST(SilenceDecisions, AnUnknownProbeNeverRestartsAndWaitsForTheHangLimit) {
   // A host the provider cannot reach: no restart through it; Slurm decides, or time does.
   auto s = seen(2.0, MachineState::kUnknown, true, AgentState::kUnknown);
-  EXPECT_EQ(decide_silence(s, kLimits).step, SilenceStep::kWait);
+  EXPECT_EQ(decide_silence(s, kSilenceLimits).step, SilenceStep::kWait);
   s.daemon_answers = false;
-  EXPECT_EQ(decide_silence(s, kLimits).step, SilenceStep::kWait);
+  EXPECT_EQ(decide_silence(s, kSilenceLimits).step, SilenceStep::kWait);
   s.silent_for = 5.5;
-  EXPECT_EQ(decide_silence(s, kLimits).fault, "hang");
+  EXPECT_EQ(decide_silence(s, kSilenceLimits).fault, "hang");
   s.daemon_answers = true;
-  EXPECT_EQ(decide_silence(s, kLimits).step, SilenceStep::kWait) << "slurmd answers: alive";
+  EXPECT_EQ(decide_silence(s, kSilenceLimits).step, SilenceStep::kWait) << "slurmd answers: alive";
 }
 
 TEST(SilenceDecisions, ANodeWithoutADaemonIsJudgedByItsAgentAndTime) {
   auto s = seen(1.5, MachineState::kAlive, std::nullopt, AgentState::kStopped);
-  EXPECT_EQ(decide_silence(s, kLimits).step, SilenceStep::kRestartAgent);
+  EXPECT_EQ(decide_silence(s, kSilenceLimits).step, SilenceStep::kRestartAgent);
   s.since_agent_restart = 1.0;
   s.silent_for = 6.0;
-  EXPECT_EQ(decide_silence(s, kLimits).fault, "hang");
+  EXPECT_EQ(decide_silence(s, kSilenceLimits).fault, "hang");
 }
 
 TEST(SilenceDecisions, LimitsComeFromTheSettings) {

@@ -139,7 +139,7 @@ TEST(SoftwareUpdateBatches, TheControllerNodeGoesAlone) {
 
 // --- one node of a batch ---
 
-constexpr PendingLimits kLimits{120, 900, 120};
+constexpr PendingLimits kUpdateLimits{120, 900, 120};
 
 store::InstanceRow node(const std::string& status) {
   store::InstanceRow r;
@@ -163,42 +163,45 @@ PendingObservation seen(const std::string& slurm_state, std::vector<std::string>
 
 TEST(SoftwareUpdateNode, AWorkerIsDrainedThenWaitsForItsJobsThenStarts) {
   auto r = node("Running");
-  EXPECT_EQ(decide_update(&r, "i-1", seen("allocated"), kLimits).step, UpdateStep::kDrain);
-  auto waiting = decide_update(&r, "i-1", seen("allocated", {"DRAIN"}), kLimits);
+  EXPECT_EQ(decide_update(&r, "i-1", seen("allocated"), kUpdateLimits).step, UpdateStep::kDrain);
+  auto waiting = decide_update(&r, "i-1", seen("allocated", {"DRAIN"}), kUpdateLimits);
   EXPECT_EQ(waiting.step, UpdateStep::kWaitForJobs);
   EXPECT_EQ(waiting.text, "waiting for its jobs to end before its software update");
-  EXPECT_EQ(decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kLimits).step, UpdateStep::kStart);
+  EXPECT_EQ(decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kUpdateLimits).step,
+            UpdateStep::kStart);
 }
 
 TEST(SoftwareUpdateNode, AControllerOrLoginNodeStartsAtOnce) {
   auto r = node("Running");
   PendingObservation o;
   o.role = spec::NodeRole::kLogin;
-  EXPECT_EQ(decide_update(&r, "i-1", o, kLimits).step, UpdateStep::kStart);
+  EXPECT_EQ(decide_update(&r, "i-1", o, kUpdateLimits).step, UpdateStep::kStart);
 }
 
 TEST(SoftwareUpdateNode, AReplacedNodeIsDoneAndARecoveryGoesFirst) {
   auto r = node("Running");
-  EXPECT_EQ(decide_update(&r, "i-0", seen("idle"), kLimits).step, UpdateStep::kDone);
-  EXPECT_EQ(decide_update(nullptr, "i-1", seen("idle"), kLimits).step, UpdateStep::kDone);
+  EXPECT_EQ(decide_update(&r, "i-0", seen("idle"), kUpdateLimits).step, UpdateStep::kDone);
+  EXPECT_EQ(decide_update(nullptr, "i-1", seen("idle"), kUpdateLimits).step, UpdateStep::kDone);
   r.recovery = "Replace";
-  EXPECT_EQ(decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kLimits).step, UpdateStep::kWait);
+  EXPECT_EQ(decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kUpdateLimits).step,
+            UpdateStep::kWait);
 }
 
 TEST(SoftwareUpdateNode, AMarkedNodeNotYetReimagedIsReimaged) {
   auto r = node("SystemUpdating");
   r.pid = 0;
-  EXPECT_EQ(decide_update(&r, "i-1", seen("down"), kLimits).step, UpdateStep::kReimage);
+  EXPECT_EQ(decide_update(&r, "i-1", seen("down"), kUpdateLimits).step, UpdateStep::kReimage);
 }
 
 TEST(SoftwareUpdateNode, ItFinishesOnceOnCreateSucceededAndSlurmSeesIt) {
   auto r = node("SystemUpdating");
   r.lifecycle_status = "InProgress";
-  EXPECT_EQ(decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kLimits).step, UpdateStep::kWait);
-  r.lifecycle_status = "Succeeded";
-  EXPECT_EQ(decide_update(&r, "i-1", seen("down", {"NOT_RESPONDING"}), kLimits).step,
+  EXPECT_EQ(decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kUpdateLimits).step,
             UpdateStep::kWait);
-  auto done = decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kLimits);
+  r.lifecycle_status = "Succeeded";
+  EXPECT_EQ(decide_update(&r, "i-1", seen("down", {"NOT_RESPONDING"}), kUpdateLimits).step,
+            UpdateStep::kWait);
+  auto done = decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kUpdateLimits);
   EXPECT_EQ(done.step, UpdateStep::kFinish);
   EXPECT_TRUE(done.resume_in_slurm);
 }
@@ -207,13 +210,13 @@ TEST(SoftwareUpdateNode, AFailedOrLateUpdateIsAFault) {
   auto r = node("SystemUpdating");
   r.lifecycle_status = "Failed";
   r.lifecycle_tail = "munged: no key";
-  auto failed = decide_update(&r, "i-1", seen("down"), kLimits);
+  auto failed = decide_update(&r, "i-1", seen("down"), kUpdateLimits);
   EXPECT_EQ(failed.step, UpdateStep::kFail);
   EXPECT_EQ(failed.text, "OnCreate failed on the new software: munged: no key");
   r.lifecycle_status = "InProgress";
   auto o = seen("down");
   o.now = 1000 + 1021;
-  auto late = decide_update(&r, "i-1", o, kLimits);
+  auto late = decide_update(&r, "i-1", o, kUpdateLimits);
   EXPECT_EQ(late.step, UpdateStep::kFail);
   EXPECT_EQ(late.text, "not back in service 1020 s after its software update");
 }

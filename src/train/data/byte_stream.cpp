@@ -7,12 +7,10 @@
 #include <cstring>
 #include <vector>
 
+#include "common/fs.h"
+
 namespace endure::data {
 namespace {
-
-Error io_error(const std::string& what, const std::filesystem::path& path) {
-  return make_error("IOError", what + " " + path.string() + ": " + std::strerror(errno));
-}
 
 struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
@@ -26,7 +24,7 @@ class PlainStream : public ByteStream {
 
   Result<size_t> read(char* buf, size_t n) override {
     size_t got = std::fread(buf, 1, n, file_.get());
-    if (got == 0 && std::ferror(file_.get())) return io_error("read", path_);
+    if (got == 0 && std::ferror(file_.get())) return fs::io_error("read", path_);
     return got;
   }
   bool compressed() const override { return false; }
@@ -52,7 +50,7 @@ class ZstdStream : public ByteStream {
     while (out.pos == 0) {
       if (in_.pos == in_.size && !eof_) {
         size_t got = std::fread(in_buf_.data(), 1, in_buf_.size(), file_.get());
-        if (got == 0 && std::ferror(file_.get())) return io_error("read", path_);
+        if (got == 0 && std::ferror(file_.get())) return fs::io_error("read", path_);
         if (got == 0) eof_ = true;
         in_ = ZSTD_inBuffer{in_buf_.data(), got, 0};
       }
@@ -100,10 +98,10 @@ Result<std::unique_ptr<ByteStream>> ByteStream::open(const std::filesystem::path
     return make_error("ValidationException", path.string() + " is a folder, not a JSONL file");
   }
   FilePtr file(std::fopen(path.c_str(), "rb"));
-  if (!file) return io_error("open", path);
+  if (!file) return fs::io_error("open", path);
   unsigned char head[4] = {0, 0, 0, 0};
   size_t got = std::fread(head, 1, sizeof head, file.get());
-  if (got == 0 && std::ferror(file.get())) return io_error("read", path);
+  if (got == 0 && std::ferror(file.get())) return fs::io_error("read", path);
   bool zstd = got == 4 && std::memcmp(head, kZstdMagic, 4) == 0;
   if (has_zst_suffix(path) && !zstd) {
     return make_error("ValidationException",

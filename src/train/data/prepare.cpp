@@ -16,8 +16,6 @@
 namespace endure::data {
 namespace {
 
-Error invalid(const std::string& message) { return make_error("ValidationException", message); }
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -6,16 +6,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/fs.h"
 #include "train/data/shard_format.h"
 
 namespace endure::data {
-namespace {
-
-Error io_error(const std::string& what, const std::filesystem::path& path) {
-  return make_error("IOError", what + " " + path.string() + ": " + std::strerror(errno));
-}
-
-}  // namespace
 
 ShardWriter::ShardWriter(std::filesystem::path dir, std::string split, int token_bytes,
                          int vocab_size, uint64_t shard_tokens)
@@ -34,11 +28,11 @@ ShardWriter::~ShardWriter() {
 Status ShardWriter::open_shard() {
   path_ = dir_ / shard_name(split_, shards_.size());
   file_ = std::fopen(path_.c_str(), "wbx");
-  if (file_ == nullptr) return io_error("create", path_);
+  if (file_ == nullptr) return fs::io_error("create", path_);
   // The header's token count is known at the end; a placeholder keeps the offsets.
   std::string header = encode_shard_header({});
   if (std::fwrite(header.data(), 1, header.size(), file_) != header.size()) {
-    return io_error("write", path_);
+    return fs::io_error("write", path_);
   }
   in_shard_ = 0;
   XXH3_64bits_reset(hash_);
@@ -51,7 +45,7 @@ Status ShardWriter::close_shard() {
   if (std::fseek(file_, 0, SEEK_SET) != 0 ||
       std::fwrite(header.data(), 1, header.size(), file_) != header.size() ||
       std::fflush(file_) != 0 || ::fsync(fileno(file_)) != 0) {
-    return io_error("write", path_);
+    return fs::io_error("write", path_);
   }
   std::fclose(file_);
   file_ = nullptr;
@@ -80,7 +74,7 @@ Status ShardWriter::append(const std::vector<int>& ids) {
       }
     }
     if (std::fwrite(bytes_.data(), 1, bytes_.size(), file_) != bytes_.size()) {
-      return io_error("write", path_);
+      return fs::io_error("write", path_);
     }
     XXH3_64bits_update(hash_, bytes_.data(), bytes_.size());
     in_shard_ += n;

@@ -14,7 +14,6 @@
 namespace endure::data {
 namespace {
 
-Error invalid(const std::string& message) { return make_error("ValidationException", message); }
 Error corrupt(const std::string& message) { return make_error("CorruptData", message); }
 
 Result<uint64_t> get_u64(const json& j, const char* field, const std::string& what) {

@@ -12,8 +12,6 @@
 
 namespace endure::model {
 
-constexpr long kRowAlign = 16;
-
 // inp (N,C), weight (V,C), targets (N) -> logits (N,V) holding softmax - onehot,
 // losses (N) = logsumexp - logit[target]; returns sum(losses), *count = targets >= 0
 double CpuBackend::classifier_forward(float* logits, float* losses, const float* inp,

@@ -10,8 +10,6 @@ namespace endure::model {
 
 namespace {
 
-Error invalid(const std::string& message) { return make_error("ValidationException", message); }
-
 LlamaConfig make(int dim, int n_layers, int n_heads, int n_kv_heads, int vocab, int seq, int hidden,
                  bool tie) {
   LlamaConfig c;

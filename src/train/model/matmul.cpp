@@ -8,9 +8,6 @@
 
 namespace endure::model {
 
-// Row blocks on multiples of 16 (the sgemm kernels' tile height).
-constexpr long kRowAlign = 16;
-
 // inp (N,C), weight (OC,C) -> out (N,OC) = inp . weight^T
 void CpuBackend::matmul_forward(float* out, const float* inp, const float* weight, int N, int C,
                                 int OC) {

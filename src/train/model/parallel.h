@@ -22,4 +22,7 @@ inline Range split(long n, int nt, int t, long align = 1) {
   return {std::min(n, b * align), std::min(n, e * align)};
 }
 
+// Row blocks on multiples of 16 (the sgemm kernels' tile height).
+inline constexpr long kRowAlign = 16;
+
 }  // namespace endure::model

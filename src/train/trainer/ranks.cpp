@@ -7,8 +7,6 @@ extern char** environ;
 namespace endure::train {
 namespace {
 
-Error invalid(const std::string& message) { return make_error("ValidationException", message); }
-
 Result<int> number(const std::map<std::string, std::string>& env, const char* name, int fallback,
                    int min) {
   auto it = env.find(name);

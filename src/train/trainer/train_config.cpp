@@ -1,17 +1,15 @@
 #include "train/trainer/train_config.h"
 
+#include <fmt/format.h>
+
 #include <functional>
 #include <limits>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "s3/s3_uri.h"
 
 namespace endure::train {
 namespace {
-
-Error invalid(const std::string& message) { return make_error("ValidationException", message); }
 
 // One key: how to read it into the config and how to write it back.
 struct Field {

@@ -21,10 +21,6 @@
 
 namespace endure::train {
 
-inline Error invalid(const std::string& message) {
-  return make_error("ValidationException", message);
-}
-
 inline double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
