@@ -6,10 +6,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "common/fs.h"
 #include "harness.h"
 
 namespace endure::test {
@@ -114,7 +116,19 @@ class ClusterFixture : public ::testing::Test {
     ASSERT_EQ(e_->wait_status(name, {"InService"}, 180s), "InService");
     name_ = name;
   }
-  void TearDown() override { e_.reset(); }
+
+  // A failed test shows the end of endured's and slurmctld's logs: what they saw and
+  // decided is what a failure in CI needs to be understood.
+  void TearDown() override {
+    if (HasFailure() && e_) {
+      std::cerr << "the end of endured.log:\n" << fs::tail_lines(e_->home() / "endured.log", 250);
+      if (!name_.empty()) {
+        auto ctld = e_->exec(name_, "controller-0", "tail -n 120 /var/log/slurm/slurmctld.log");
+        std::cerr << "the end of slurmctld.log:\n" << ctld.out << "\n";
+      }
+    }
+    e_.reset();
+  }
 
   TempDir home_;
   std::unique_ptr<Endured> e_;
