@@ -12,7 +12,7 @@
 namespace endure::test {
 namespace {
 
-constexpr int kSteps = 400;
+constexpr int kSteps = 160;
 
 // The trainer's flags but its folders: a small model whose 4-rank step takes tens of ms, a
 // global batch of 12 that 4 ranks and 3 ranks both split (in 3 and 4 micro-batches).
@@ -131,7 +131,9 @@ TEST_P(DataParallelResume, AWorkerAndRankZerosNodeCrashAndTheRunEndsBitForBit) {
   EXPECT_EQ(last_step(log), kSteps);
   const auto starts = json_lines(log);
   for (const auto& j : starts) {
-    if (j.value("start", false)) EXPECT_EQ(j["world"], 4) << j.dump();
+    if (j.value("start", false)) {
+      EXPECT_EQ(j["world"], 4) << j.dump();
+    }
   }
 
   // Every rank's final shard and the manifest's metadata, against the uninterrupted run.
