@@ -17,6 +17,7 @@
 #include "api/wire.h"
 #include "common/http_client.h"
 #include "common/ids.h"
+#include "common/process.h"
 #include "spank/auto_resume_option.h"
 
 namespace endure::autoresume {
@@ -89,6 +90,29 @@ Result<Reply> ask(const HttpClient& client, const char* action, const json& body
   return Reply::from_json(*reply);
 }
 
+// Whether slurmctld answers `scontrol ping` from this node.
+bool slurmctld_answers() {
+  process::Options options;
+  options.timeout = std::chrono::seconds(15);
+  auto out = process::run({"scontrol", "ping"}, options);
+  return out.exit_code == 0 && out.out.find("is UP") != std::string::npos;
+}
+
+// A step that failed while slurmctld was down failed on no node: srun cannot start or follow
+// a step without it. Waits until slurmctld answers again (endured starts a slurmctld that
+// exited or crashed); false when it does not within the timeout or a signal came.
+bool wait_for_slurmctld(double timeout_seconds, double poll_seconds) {
+  const double deadline = ids::now_seconds() + timeout_seconds;
+  while (!g_signalled && ids::now_seconds() < deadline) {
+    if (slurmctld_answers()) return true;
+    sleep_seconds(poll_seconds);
+  }
+  return false;
+}
+
+// How often a step is run again for slurmctld outages, which are not counted as resumes.
+constexpr int kMaxSlurmctldOutages = 3;
+
 using StepFailedReply = api::AutoResumeStepFailedReply;
 using StatusReply = api::AutoResumeStatusReply;
 
@@ -121,11 +145,23 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
     say("cannot ask endured (" + s.error().message + "); resume count starts at 0");
   }
 
+  int slurmctld_outages = 0;
   for (;;) {
     double started = ids::now_seconds();
     int code = run_srun(step, count, reason);
     if (g_signalled) return code;
     double failed_at = ids::now_seconds();
+    if (code != 0 && slurmctld_outages < kMaxSlurmctldOutages && !slurmctld_answers()) {
+      ++slurmctld_outages;
+      say("step failed (exit " + std::to_string(code) +
+          ") while slurmctld does not answer: waiting for it, then running the step again "
+          "(not a resume: no node failed)");
+      if (!wait_for_slurmctld(config.ready_timeout_seconds, config.poll_seconds)) {
+        if (!g_signalled) say("slurmctld did not answer again: not re-run");
+        return code;
+      }
+      continue;
+    }
 
     api::AutoResumeStepFailedRequest failure;
     failure.cluster_name = config.cluster_name;

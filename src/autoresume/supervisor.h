@@ -3,7 +3,8 @@
 // asks endured whether a node fault explains it; if so it waits until endured has made the
 // job whole again (the faulty nodes replaced and back in the job) and runs it once more,
 // in the same job, with ENDURE_AUTO_RESUME_COUNT and ENDURE_AUTO_RESUME_REASON set. An
-// application failure on healthy nodes is not re-run: it exits with srun's status.
+// application failure on healthy nodes is not re-run: it exits with srun's status. A step
+// that failed while slurmctld did not answer is run again once it does, not as a resume.
 #pragma once
 
 #include <string>

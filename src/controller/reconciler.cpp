@@ -11,6 +11,7 @@
 #include "controller/shared_fs_grant.h"
 #include "controller/slurm_conf_push.h"
 #include "controller/slurm_in_node.h"
+#include "controller/slurmctld_watch.h"
 #include "controller/transition.h"
 #include "slurm/slurm_client.h"
 #include "spec/cluster_spec.h"
@@ -123,6 +124,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
     client.emplace(slurm_in_node(provider_, cluster.id, r.instance_id));
     view.client = &*client;
     if (r.status == "Running" || r.recovery_stage == "Rebooting") {
+      restart_dead_slurmctld(store_, provider_, cluster, r, *client);
       if (auto nodes = client->nodes(); nodes) {
         for (auto& n : *nodes) view.nodes[n.name] = n;
       }
@@ -194,14 +196,8 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
           if (auto n = slurm.nodes.find(r.node_name); n != slurm.nodes.end()) {
             std::erase(n->second.flags, "DRAIN");
           }
-          // Slurm takes a resumed node as not responding until it registers again, which it
-          // asks for at its next ping (a second or more): slurmd, told to reconfigure,
-          // registers now.
-          auto hup = provider_.exec(
-              cluster.id, r.instance_id,
-              {"sh", "-c", std::string("kill -HUP \"$(cat ") + node::kSlurmdPidFile + ")\""},
-              std::chrono::seconds(5));
-          if (hup.exit_code != 0) log::warn("{}: signal slurmd: {}", r.node_name, hup.err);
+          // Slurm takes a resumed node as not responding until it registers again.
+          register_slurmd_now(provider_, cluster.id, r.instance_id, r.node_name);
         }
         crash_point("running.before_record");
         if (d.event == "NodeReturnedToService") crash_point("recovery.before_return");

@@ -167,13 +167,26 @@ Status SlurmClient::restart_controller() const {
                     "[ -n \"$p\" ] && [ -d /proc/$p ] || exit 0; sleep 0.1; done; exit 1"},
                    30s);
   if (gone.exit_code != 0) return command_error("waiting for slurmctld to stop", gone);
+  return start_controller();
+}
+
+bool SlurmClient::controller_running() const {
+  auto out = run_({"/bin/bash", "-c",
+                   "p=$(cat /run/slurm/slurmctld.pid 2>/dev/null) && [ -n \"$p\" ] && "
+                   "[ \"$(cat /proc/$p/comm 2>/dev/null)\" = slurmctld ] && "
+                   "! grep -q '^State:.*zombie' /proc/$p/status"},
+                  10s);
+  return out.exit_code == 0;
+}
+
+Status SlurmClient::start_controller() const {
   auto start = run_({"slurmctld"}, 30s);
   if (start.exit_code != 0) return command_error("slurmctld", start);
   for (int i = 0; i < 100; ++i) {
     if (controller_up()) return {};
     std::this_thread::sleep_for(200ms);
   }
-  return make_error("SlurmError", "slurmctld did not answer within 20 s of its restart");
+  return make_error("SlurmError", "slurmctld did not answer within 20 s of its start");
 }
 
 Result<std::vector<JobState>> SlurmClient::jobs() const {

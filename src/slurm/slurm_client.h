@@ -105,6 +105,12 @@ class SlurmClient {
   // running jobs and their steps go on.
   Status restart_controller() const;
 
+  // Whether the slurmctld process of its pid file still runs (a daemon that exited or
+  // crashed leaves the file behind).
+  bool controller_running() const;
+  // Starts slurmctld, which recovers Slurm's saved state, and waits until it answers.
+  Status start_controller() const;
+
  private:
   Runner run_;
 };

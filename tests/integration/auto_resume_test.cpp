@@ -91,6 +91,37 @@ TEST_F(AutoResume, AnApplicationCrashOnHealthyNodesIsNotReRun) {
       << declined.dump();
 }
 
+// slurmctld stops (as it would after a crash, but with its state saved: a slurmctld killed
+// within a second of a job's start may come back without that start, which is Slurm's own
+// recovery, not endure's) while a job is about to start its step: endured starts slurmctld
+// again within a pass, and the step runs, with no resume counted: no node failed.
+TEST_F(AutoResume, AStoppedSlurmctldIsStartedAgainAndTheStepRuns) {
+  start(1);
+  Endured& e = *e_;
+  long long job = submit_script("ctld.sbatch",
+                                "#!/bin/bash\n#SBATCH -N1 --output=/fsx/ctld-%j.out\n"
+                                "touch /fsx/waiting; while [ ! -e /fsx/go ]; do sleep 0.1; done\n"
+                                "srun --auto-resume=1 -N1 bash -c 'echo the step ran'\n"
+                                "echo \"srun rc=$?\"\n");
+  ASSERT_GT(job, 0);
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(fsx_ / "waiting"); }, 60s));
+  long long mark = last_event_id(e, name_);
+  auto stop = e.exec(name_, "controller-0", "scontrol shutdown slurmctld");
+  ASSERT_EQ(stop.exit_code, 0) << stop.err;
+  std::ofstream(fsx_ / "go") << "";
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return !find_event(events_after(e, name_, mark), "controller-0", "SlurmctldRestarted")
+                    .is_null();
+      },
+      60s));
+  ASSERT_TRUE(wait_job_end(job, 120s)) << job_output(job, "ctld");
+  const std::string output = job_output(job, "ctld");
+  EXPECT_NE(output.find("the step ran"), std::string::npos) << output;
+  EXPECT_NE(output.find("srun rc=0"), std::string::npos) << output;
+  EXPECT_EQ(status(job)["State"], "None") << output;
+}
+
 TEST_F(AutoResume, TheResumeBoundHolds) {
   start(kRanks, {{"AutoResumeMaxResumes", 1}});
   Endured& e = *e_;
