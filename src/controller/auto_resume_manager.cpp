@@ -276,8 +276,32 @@ void AutoResumeManager::node_lost(const store::ClusterRow& cluster, const std::s
   }
 }
 
+// Slurm sends the job's end to the node it lost, and retries while that node does not
+// answer; once a replacement under the same name registers, the message reaches it. A
+// requeued job (the same id) started there before that would be killed by it ("CANCELLED
+// DUE TO NODE FAILURE" seconds into the new run). That is why Slurm holds a requeued job
+// back; endured holds it until its lost nodes have answered for a few seconds, long enough
+// for the stale message to arrive and find nothing to kill.
+constexpr double kRequeueSettleSeconds = 3;
+
+bool AutoResumeManager::requeue_settled(const store::ClusterRow& cluster,
+                                        const store::AutoResumeRow& row, const SlurmView& slurm,
+                                        double now) {
+  const auto key = std::make_pair(cluster.id, row.job_id);
+  for (const auto& name : row.nodes.get<std::vector<std::string>>()) {
+    auto n = slurm.nodes.find(name);
+    if (n == slurm.nodes.end() || !n->second.registered()) {
+      nodes_back_since_.erase(key);
+      return false;
+    }
+  }
+  auto since = nodes_back_since_.try_emplace(key, now).first->second;
+  return now - since >= kRequeueSettleSeconds;
+}
+
 void AutoResumeManager::finish(const store::ClusterRow& cluster, store::AutoResumeRow row,
                                const std::string& state, const std::string& message) {
+  nodes_back_since_.erase({cluster.id, row.job_id});
   row.state = state;
   row.message = message;
   if (state == "Ready") row.ready_time = ids::now_seconds();
@@ -328,9 +352,10 @@ void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmV
     }
     if (row.mode == "Requeue") {
       if (job->state == "RUNNING" && job->restart_count > 0) {
+        nodes_back_since_.erase({cluster.id, row.job_id});
         finish(cluster, row, "Ready", "requeued job runs again");
-      } else if (job->state == "PENDING") {
-        // Slurm holds a requeued job back for two minutes; there is no reason to wait.
+      } else if (job->state == "PENDING" && requeue_settled(cluster, row, slurm, now)) {
+        // Slurm holds a requeued job back for two minutes; it need not wait that long.
         log::ok(slurm.client->start_job_now(job->id),
                 cluster.name + ": start job " + std::to_string(job->id));
       }

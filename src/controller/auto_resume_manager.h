@@ -13,6 +13,7 @@
 // Every record is in the store, so a controller restart resumes the same work.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "common/json.h"
@@ -62,9 +63,17 @@ class AutoResumeManager {
   // nodes whose replacement has no host to go to; "" when none.
   std::string still_waiting(const store::ClusterRow& cluster, const store::AutoResumeRow& row);
 
+  // Whether a requeued job may be started now: its lost nodes have answered Slurm for
+  // kRequeueSettleSeconds (see the .cpp).
+  bool requeue_settled(const store::ClusterRow& cluster, const store::AutoResumeRow& row,
+                       const SlurmView& slurm, double now);
+
   store::Store& store_;
   const Config& config_;
   HealthMonitor& health_;
+  // Requeued jobs (cluster id, job id) whose lost nodes were first seen answering at this
+  // time. In memory: after a restart the wait only starts again.
+  std::map<std::pair<std::string, long long>, double> nodes_back_since_;
 };
 
 // AutoResumeStepFailed's request as step_failed() reads it, before it looks at the store.
