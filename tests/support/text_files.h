@@ -1,6 +1,7 @@
 // Reading what a program under test wrote: a whole file, or its JSON lines.
 #pragma once
 
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -11,10 +12,15 @@
 
 namespace endure::test {
 
-// The file's text; empty when it cannot be read.
+// The file's text; empty when it cannot be read. A read can fail midway (a /proc file of a
+// process that just exited: ESRCH), which libstdc++'s stream buffer throws.
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  try {
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  } catch (const std::exception&) {
+    return "";
+  }
 }
 
 // Whether `part` occurs in `text`.
