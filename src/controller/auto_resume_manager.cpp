@@ -352,7 +352,6 @@ void AutoResumeManager::reconcile(const store::ClusterRow& cluster, const SlurmV
     }
     if (row.mode == "Requeue") {
       if (job->state == "RUNNING" && job->restart_count > 0) {
-        nodes_back_since_.erase({cluster.id, row.job_id});
         finish(cluster, row, "Ready", "requeued job runs again");
       } else if (job->state == "PENDING" && requeue_settled(cluster, row, slurm, now)) {
         // Slurm holds a requeued job back for two minutes; it need not wait that long.
