@@ -27,8 +27,9 @@ struct Segment {
 };
 
 // Reads the file at path (size bytes) into the segments (which cover it exactly, in
-// order), checking each chunk_bytes chunk against `sums` as its bytes arrive. One thread
-// reads straight into the segments while this one verifies what has arrived.
+// order), checking each chunk_bytes chunk against `sums` as its bytes arrive. Two streams
+// (this thread and one more) each read a half of the chunks straight into the segments and
+// hash each piece right after it lands, while it is still in the cache.
 Status read_verified(const std::filesystem::path& path, uint64_t size, size_t chunk_bytes,
                      const json& sums, const std::vector<Segment>& segments);
 
