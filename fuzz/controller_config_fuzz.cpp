@@ -22,11 +22,14 @@ bool same(const Config& a, const Config& b) {
 
 bool in_range(const Config& c) {
   for (const auto& s : settings()) {
-    bool ok = std::holds_alternative<int Config::*>(s.field)
-                  ? c.*std::get<int Config::*>(s.field) >= s.min &&
-                        c.*std::get<int Config::*>(s.field) <= s.max
-                  : c.*std::get<double Config::*>(s.field) > s.min &&
-                        c.*std::get<double Config::*>(s.field) <= s.max;
+    bool ok = true;  // a flag takes any of its values
+    if (auto f = std::get_if<int Config::*>(&s.field)) {
+      ok = c.*(*f) >= s.min && c.*(*f) <= s.max;
+    } else if (auto f = std::get_if<double Config::*>(&s.field)) {
+      ok = c.*(*f) > s.min && c.*(*f) <= s.max;
+    } else if (auto f = std::get_if<std::string Config::*>(&s.field)) {
+      ok = s.text.problem(c.*(*f)).empty();
+    }
     if (!ok) return false;
   }
   return true;

@@ -2,9 +2,47 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "api/wire.h"
 
 namespace endure::controller {
+
+namespace {
+
+Setting text_setting(const char* name, std::string Config::*field, TextRule rule, const char* doc) {
+  return {name, field, 0, 0, 0, doc, rule};
+}
+
+Setting flag_setting(const char* name, std::optional<bool> Config::*field, const char* doc) {
+  return {name, field, 0, 0, 0, doc};
+}
+
+const TextRule kEndpointUrl = {"empty or http(s)://HOST[:PORT]", [](const std::string& v) {
+                                 return v.empty() ? std::string() : s3::endpoint_url_problem(v);
+                               }};
+const TextRule kRegion = {"empty or a region's name", [](const std::string& v) {
+                            return v.empty() ? std::string() : s3::region_problem(v);
+                          }};
+// endured runs from any folder: a relative path would name a different file at each start.
+const TextRule kAbsolutePath = {"empty or an absolute path", [](const std::string& v) {
+                                  return v.empty() || v.front() == '/' ? std::string()
+                                                                       : std::string("is relative");
+                                }};
+// The credentials file is INI: brackets or a line break would end the profile's name.
+const TextRule kProfile = {
+    "empty or a profile's name (no brackets, no line break, no space at either end)",
+    [](const std::string& v) {
+      if (v.find_first_of("[]") != std::string::npos) return std::string("holds a bracket");
+      if (v.find_first_of("\r\n") != std::string::npos) return std::string("holds a line break");
+      if (!v.empty() && (std::isspace(static_cast<unsigned char>(v.front())) ||
+                         std::isspace(static_cast<unsigned char>(v.back())))) {
+        return std::string("has a space at an end");
+      }
+      return std::string();
+    }};
+
+}  // namespace
 
 const std::vector<Setting>& settings() {
   using C = Config;
@@ -39,14 +77,52 @@ const std::vector<Setting>& settings() {
        "re-runs of a job's steps granted at most (srun --auto-resume=1)"},
       {"AutoResumeTimeoutSeconds", &C::auto_resume_timeout_seconds, 900, 1, 1e9,
        "a job whose faulty nodes are not back in service after this long is not resumed"},
+      text_setting("S3EndpointUrl", &C::s3_endpoint_url, kEndpointUrl,
+                   "the S3-compatible store s3:// lifecycle sources are fetched from (MinIO, "
+                   "Ceph's gateway); \"\": AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, else AWS"),
+      text_setting("S3Region", &C::s3_region, kRegion,
+                   "the region S3 requests are signed for; \"\": AWS_REGION, else "
+                   "AWS_DEFAULT_REGION, else us-east-1"),
+      flag_setting("S3PathStyle", &C::s3_path_style,
+                   "true: the bucket in the URL's path (ENDPOINT/BUCKET/KEY), as a local server "
+                   "needs; false: in its host name; null: path-style when there is an endpoint"),
+      text_setting("S3CredentialsFile", &C::s3_credentials_file, kAbsolutePath,
+                   "the shared credentials file (INI, as aws configure writes it) to sign with; "
+                   "set, or S3Profile set, it wins over AWS_ACCESS_KEY_ID. \"\": "
+                   "AWS_SHARED_CREDENTIALS_FILE, else ~/.aws/credentials. Keys are never settings"),
+      text_setting("S3Profile", &C::s3_profile, kProfile,
+                   "the credentials file's profile; \"\": AWS_PROFILE, else default"),
   };
   return table;
 }
 
 Config::Config() {
+  // Texts and flags start empty and unset by their own constructors.
   for (const auto& s : settings()) {
-    std::visit([&](auto member) { this->*member = s.default_value; }, s.field);
+    if (auto f = std::get_if<int Config::*>(&s.field)) this->*(*f) = s.default_value;
+    if (auto f = std::get_if<double Config::*>(&s.field)) this->*(*f) = s.default_value;
   }
+}
+
+s3::ConfigOverrides Config::s3_overrides() const {
+  return {s3_endpoint_url, s3_region, s3_path_style, s3_credentials_file, s3_profile};
+}
+
+std::string default_text(const Setting& s) {
+  if (std::holds_alternative<std::string Config::*>(s.field)) return "\"\"";
+  if (std::holds_alternative<std::optional<bool> Config::*>(s.field)) return "null";
+  return fmt::format("{:g}", s.default_value);
+}
+
+std::string allowed_text(const Setting& s) {
+  if (std::holds_alternative<int Config::*>(s.field)) {
+    return fmt::format("{:g} to {:g}", s.min, s.max);
+  }
+  if (std::holds_alternative<double Config::*>(s.field)) {
+    return fmt::format("above {:g}, at most {:g}", s.min, s.max);
+  }
+  if (std::holds_alternative<std::string Config::*>(s.field)) return s.text.allowed;
+  return "true, false or null";
 }
 
 namespace {
@@ -65,11 +141,26 @@ Status set(Config& c, const Setting& s, const json& value) {
     c.*std::get<int Config::*>(s.field) = value.get<int>();
     return {};
   }
-  if (!value.is_number() || !(value.get<double>() > s.min) || value.get<double>() > s.max) {
-    return bad(
-        fmt::format("must be a number of seconds above {:g} and at most {:g}", s.min, s.max));
+  if (std::holds_alternative<double Config::*>(s.field)) {
+    if (!value.is_number() || !(value.get<double>() > s.min) || value.get<double>() > s.max) {
+      return bad(
+          fmt::format("must be a number of seconds above {:g} and at most {:g}", s.min, s.max));
+    }
+    c.*std::get<double Config::*>(s.field) = value.get<double>();
+    return {};
   }
-  c.*std::get<double Config::*>(s.field) = value.get<double>();
+  if (std::holds_alternative<std::string Config::*>(s.field)) {
+    if (!value.is_string()) return bad(fmt::format("must be a string, {}", s.text.allowed));
+    const auto& text = value.get_ref<const std::string&>();
+    if (auto problem = s.text.problem(text); !problem.empty()) {
+      return bad(fmt::format("must be {}, not '{}': {}", s.text.allowed, text, problem));
+    }
+    c.*std::get<std::string Config::*>(s.field) = text;
+    return {};
+  }
+  if (!value.is_boolean() && !value.is_null()) return bad("must be true, false or null");
+  c.*std::get<std::optional<bool> Config::*>(s.field) =
+      value.is_null() ? std::nullopt : std::optional<bool>(value.get<bool>());
   return {};
 }
 

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 65535));
   std::string footer = "Settings in config.json (name: default, what it does):";
   for (const auto& s : controller::settings()) {
-    footer += fmt::format("\n  {}: {:g}, {}", s.name, s.default_value, s.doc);
+    footer += fmt::format("\n  {}: {}, {}", s.name, controller::default_text(s), s.doc);
   }
   app.footer(footer);
   if (auto exit = endure::parse_command_line(app, argc, argv)) return *exit;
@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
     log::error("{}", store.error().message);
     return 1;
   }
-  provider::LocalProvider local(config.clusters_dir(), agent_path);
+  provider::LocalProvider local(config.clusters_dir(), agent_path, provider::kHostClusterIndexDir,
+                                config.s3_overrides());
   provider::HostRegistry hosts(**store, provider::ssh_state_root(config.home));
   provider::HostProvider on_hosts(hosts, {config.bin_dir, config.bin_dir.parent_path() / "lib"},
                                   config.tls_dir() / "ca.pem", config.home / "hosts");

@@ -39,8 +39,8 @@ sfs::path newest_snapshot(const sfs::path& source_dir, const std::string& on_cre
 
 }  // namespace
 
-LifecycleSourceCache::LifecycleSourceCache(sfs::path cache_root)
-    : cache_root_(std::move(cache_root)) {}
+LifecycleSourceCache::LifecycleSourceCache(sfs::path cache_root, ConfigOverrides overrides)
+    : cache_root_(std::move(cache_root)), overrides_(std::move(overrides)) {}
 
 LifecycleSourceCache::LifecycleSourceCache(sfs::path cache_root, S3Config config)
     : cache_root_(std::move(cache_root)), config_(std::move(config)) {}
@@ -48,8 +48,8 @@ LifecycleSourceCache::LifecycleSourceCache(sfs::path cache_root, S3Config config
 Result<S3Client*> LifecycleSourceCache::client(const std::string& field) {
   std::lock_guard<std::mutex> lock(mu_);
   if (client_) return client_.get();
-  Result<S3Config> config =
-      config_ ? Result<S3Config>(*config_) : config_from_environment(current_environment());
+  Result<S3Config> config = config_ ? Result<S3Config>(*config_)
+                                    : config_from_environment(current_environment(), overrides_);
   if (!config) {
     return make_error(config.error().code,
                       field + ".SourceS3Uri: object storage is not configured for endured: " +

@@ -24,9 +24,10 @@ namespace endure::s3 {
 
 class LifecycleSourceCache {
  public:
-  // The client's configuration comes from the environment (config_from_environment) at the
-  // first s3:// source, so that an endured with no S3 use needs none.
-  explicit LifecycleSourceCache(std::filesystem::path cache_root);
+  // The client's configuration comes from the environment with overrides laid over it
+  // (config_from_environment; endured's S3 settings) at the first s3:// source, so that an
+  // endured with no S3 use needs none.
+  explicit LifecycleSourceCache(std::filesystem::path cache_root, ConfigOverrides overrides = {});
   // With a configuration given (endured's settings, tests).
   LifecycleSourceCache(std::filesystem::path cache_root, S3Config config);
 
@@ -43,6 +44,7 @@ class LifecycleSourceCache {
 
   std::filesystem::path cache_root_;
   std::optional<S3Config> config_;
+  ConfigOverrides overrides_;  // without config_
   std::mutex mu_;
   std::unique_ptr<S3Client> client_;
 };

@@ -26,34 +26,6 @@ std::string get(const Environment& env, const std::string& name) {
   return it == env.end() ? "" : it->second;
 }
 
-// scheme://HOST[:PORT] split; the error says which part is wrong.
-std::string endpoint_problem(const std::string& url) {
-  std::string rest;
-  if (url.rfind("http://", 0) == 0) {
-    rest = url.substr(7);
-  } else if (url.rfind("https://", 0) == 0) {
-    rest = url.substr(8);
-  } else {
-    return "must start with http:// or https://";
-  }
-  while (!rest.empty() && rest.back() == '/') rest.pop_back();
-  if (rest.empty()) return "names no host";
-  if (rest.find_first_of("/?#@ ") != std::string::npos) {
-    return "is scheme://HOST[:PORT] alone, with no path, query or user";
-  }
-  auto colon = rest.rfind(':');
-  if (colon != std::string::npos && rest.find(']') == std::string::npos) {
-    std::string port = rest.substr(colon + 1);
-    if (colon == 0) return "names no host";
-    if (port.empty() || port.size() > 5 ||
-        port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
-        std::stoi(port) > 65535) {
-      return "port must be an integer from 1 to 65535";
-    }
-  }
-  return "";
-}
-
 // The host of a valid endpoint URL: after "://", before the port, path or end.
 std::string endpoint_host(const std::string& url) {
   std::string rest = url.substr(url.find("://") + 3);
@@ -83,9 +55,48 @@ Environment current_environment() {
   return env;
 }
 
+// scheme://HOST[:PORT] split; the answer says which part is wrong.
+std::string endpoint_url_problem(const std::string& url) {
+  std::string rest;
+  if (url.rfind("http://", 0) == 0) {
+    rest = url.substr(7);
+  } else if (url.rfind("https://", 0) == 0) {
+    rest = url.substr(8);
+  } else {
+    return "must start with http:// or https://";
+  }
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.empty()) return "names no host";
+  if (rest.find_first_of("/?#@ ") != std::string::npos) {
+    return "is scheme://HOST[:PORT] alone, with no path, query or user";
+  }
+  auto colon = rest.rfind(':');
+  if (colon != std::string::npos && rest.find(']') == std::string::npos) {
+    std::string port = rest.substr(colon + 1);
+    if (colon == 0) return "names no host";
+    if (port.empty() || port.size() > 5 ||
+        port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
+        std::stoi(port) > 65535) {
+      return "port must be an integer from 1 to 65535";
+    }
+  }
+  return "";
+}
+
+std::string region_problem(const std::string& region) {
+  if (region.empty()) return "must not be empty (for example us-east-1)";
+  for (char ch : region) {
+    if (!std::islower(static_cast<unsigned char>(ch)) &&
+        !std::isdigit(static_cast<unsigned char>(ch)) && ch != '-') {
+      return "holds only lowercase letters, digits and '-'";
+    }
+  }
+  return "";
+}
+
 Status validate_config(const S3Config& c) {
   if (!c.endpoint_url.empty()) {
-    if (auto problem = endpoint_problem(c.endpoint_url); !problem.empty()) {
+    if (auto problem = endpoint_url_problem(c.endpoint_url); !problem.empty()) {
       return invalid("S3 endpoint URL '" + c.endpoint_url + "': " + problem);
     }
     // Virtual-hosted addressing puts the bucket in the host name, which an address has none of.
@@ -97,12 +108,9 @@ Status validate_config(const S3Config& c) {
                      " is an address, not a name, so it needs path-style addressing");
     }
   }
-  if (c.region.empty()) return invalid("S3 region: must not be empty (for example us-east-1)");
-  for (char ch : c.region) {
-    if (!std::islower(static_cast<unsigned char>(ch)) &&
-        !std::isdigit(static_cast<unsigned char>(ch)) && ch != '-') {
-      return invalid("S3 region '" + c.region + "': holds only lowercase letters, digits and '-'");
-    }
+  if (auto problem = region_problem(c.region); !problem.empty()) {
+    return invalid(c.region.empty() ? "S3 region: " + problem
+                                    : "S3 region '" + c.region + "': " + problem);
   }
   if (c.credentials.access_key_id.empty() || c.credentials.secret_access_key.empty()) {
     return invalid("S3 credentials: both the access key id and the secret access key are needed");
@@ -173,17 +181,20 @@ Result<Credentials> parse_credentials_file(const std::string& text, const std::s
   return c;
 }
 
-Result<S3Config> config_from_environment(const Environment& env) {
+Result<S3Config> config_from_environment(const Environment& env, const ConfigOverrides& overrides) {
   S3Config config;
-  config.endpoint_url = get(env, "AWS_ENDPOINT_URL_S3");
+  config.endpoint_url = overrides.endpoint_url;
+  if (config.endpoint_url.empty()) config.endpoint_url = get(env, "AWS_ENDPOINT_URL_S3");
   if (config.endpoint_url.empty()) config.endpoint_url = get(env, "AWS_ENDPOINT_URL");
-  config.path_style = !config.endpoint_url.empty();
-  config.region = get(env, "AWS_REGION");
+  config.path_style = overrides.path_style.value_or(!config.endpoint_url.empty());
+  config.region = overrides.region;
+  if (config.region.empty()) config.region = get(env, "AWS_REGION");
   if (config.region.empty()) config.region = get(env, "AWS_DEFAULT_REGION");
   if (config.region.empty()) config.region = "us-east-1";
 
-  std::string key_id = get(env, "AWS_ACCESS_KEY_ID");
-  std::string secret = get(env, "AWS_SECRET_ACCESS_KEY");
+  const bool file_by_setting = !overrides.credentials_file.empty() || !overrides.profile.empty();
+  std::string key_id = file_by_setting ? "" : get(env, "AWS_ACCESS_KEY_ID");
+  std::string secret = file_by_setting ? "" : get(env, "AWS_SECRET_ACCESS_KEY");
   if (!key_id.empty() || !secret.empty()) {
     if (key_id.empty() || secret.empty()) {
       return invalid(
@@ -193,9 +204,11 @@ Result<S3Config> config_from_environment(const Environment& env) {
     }
     config.credentials = {key_id, secret, get(env, "AWS_SESSION_TOKEN")};
   } else {
-    std::string file = get(env, "AWS_SHARED_CREDENTIALS_FILE");
+    std::string file = overrides.credentials_file;
+    if (file.empty()) file = get(env, "AWS_SHARED_CREDENTIALS_FILE");
     if (file.empty() && !get(env, "HOME").empty()) file = get(env, "HOME") + "/.aws/credentials";
-    std::string profile = get(env, "AWS_PROFILE");
+    std::string profile = overrides.profile;
+    if (profile.empty()) profile = get(env, "AWS_PROFILE");
     if (profile.empty()) profile = "default";
     if (file.empty()) {
       return invalid(
@@ -204,8 +217,11 @@ Result<S3Config> config_from_environment(const Environment& env) {
     }
     auto text = fs::read_file(file);
     if (!text) {
-      return invalid("S3 credentials: none found (AWS_ACCESS_KEY_ID is not set and " + file +
-                     " cannot be read: " + text.error().message + ")");
+      return invalid("S3 credentials: none found (" +
+                     std::string(file_by_setting ? "the settings name a credentials file or "
+                                                   "profile, and "
+                                                 : "AWS_ACCESS_KEY_ID is not set and ") +
+                     file + " cannot be read: " + text.error().message + ")");
     }
     auto creds = parse_credentials_file(*text, profile);
     if (!creds) return invalid(file + ": " + creds.error().message);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "common/result.h"
@@ -57,18 +58,38 @@ Environment current_environment();
 // Checks every field; the error names the field and its rule (ValidationException).
 Status validate_config(const S3Config& config);
 
+// "" when url is an endpoint URL, scheme://HOST[:PORT] alone; else what is wrong with it.
+std::string endpoint_url_problem(const std::string& url);
+// "" when region can be a region's name; else what is wrong with it.
+std::string region_problem(const std::string& region);
+
 // The profile's keys from a shared credentials file's text (INI: [profile], key = value,
 // '#'/';' comments). Fails with ValidationException naming the profile and what is missing.
 Result<Credentials> parse_credentials_file(const std::string& text, const std::string& profile);
 
-// A configuration as the AWS tools build it:
+// Settings laid over the environment (endured's config.json): an empty or unset one leaves
+// what the environment says. Keys are never among them: they stay in the environment or
+// in a credentials file.
+struct ConfigOverrides {
+  std::string endpoint_url;
+  std::string region;
+  std::optional<bool> path_style;
+  // Either set: the credentials are that file's profile even where AWS_ACCESS_KEY_ID is set,
+  // as the aws tools' --profile takes them.
+  std::string credentials_file;
+  std::string profile;
+};
+
+// A configuration as the AWS tools build it, each setting of overrides winning over its
+// variables:
 // - endpoint: AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL; with a custom endpoint, path-style
-//   addressing (what S3-compatible servers expect);
+//   addressing (what S3-compatible servers expect) unless path_style says otherwise;
 // - region: AWS_REGION, else AWS_DEFAULT_REGION, else us-east-1;
 // - credentials: AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN); else the
 //   profile AWS_PROFILE (default "default") of AWS_SHARED_CREDENTIALS_FILE, else of
 //   $HOME/.aws/credentials.
 // Fails when no credentials are found, or a half is set, naming the variables and file.
-Result<S3Config> config_from_environment(const Environment& env);
+Result<S3Config> config_from_environment(const Environment& env,
+                                         const ConfigOverrides& overrides = {});
 
 }  // namespace endure::s3

@@ -179,6 +179,32 @@ TEST(LifecycleSpec, AnS3SourceMustNameAValidBucket) {
   EXPECT_PRED2(contains, bad.error().message, "lowercase letters");
 }
 
+TEST_F(LifecycleCacheTest, TheLocalProviderTakesEnduredsS3Settings) {
+  put("cluster/on_create.sh", "echo created\n");
+  // The environment names no endpoint and keys the server refuses: what reaches the store
+  // is endured's settings, an endpoint and a profile of a credentials file.
+  ASSERT_TRUE(fs::atomic_write_file(
+      dir_.path() / "credentials",
+      std::string("[endure]\naws_access_key_id = ") + test::S3Server::kAccessKey +
+          "\naws_secret_access_key = " + test::S3Server::kSecretKey + "\n"));
+  ScopedEnv env({{"AWS_ENDPOINT_URL", std::nullopt},
+                 {"AWS_ENDPOINT_URL_S3", std::nullopt},
+                 {"AWS_ACCESS_KEY_ID", "WRONGKEY"},
+                 {"AWS_SECRET_ACCESS_KEY", "wrong-secret"},
+                 {"AWS_REGION", "us-east-1"},
+                 {"AWS_SESSION_TOKEN", std::nullopt}});
+  ConfigOverrides settings;
+  settings.endpoint_url = server_->endpoint_url();
+  settings.credentials_file = (dir_.path() / "credentials").string();
+  settings.profile = "endure";
+  provider::LocalProvider local(dir_.path() / "home/clusters", "/nonexistent/endure-agent",
+                                dir_.path() / "indexes", settings);
+  auto dir = local.resolve_lifecycle_source(kCacheField, "s3://sagemaker-lifecycle/cluster",
+                                            "on_create.sh");
+  ASSERT_TRUE(dir) << dir.error().message;
+  EXPECT_EQ(*fs::read_file(*dir / "on_create.sh"), "echo created\n");
+}
+
 TEST(LifecycleCacheConfig, AnEnduredWithoutS3SettingsSaysSo) {
   test::TempDir dir("endure-s3-noconfig");
   ScopedEnv env({{"HOME", dir.str()},

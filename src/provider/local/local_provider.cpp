@@ -138,12 +138,12 @@ std::vector<std::string> node_exec_argv(int pid, const std::string& node_name,
 }
 
 LocalProvider::LocalProvider(std::filesystem::path root, std::filesystem::path agent_path,
-                             std::filesystem::path index_dir)
+                             std::filesystem::path index_dir, s3::ConfigOverrides s3)
     : root_(std::move(root)),
       agent_path_(std::move(agent_path)),
       indexes_(std::move(index_dir), spec::kMaxClusters),
-      s3_lifecycle_(std::make_unique<s3::LifecycleSourceCache>(root_.parent_path() /
-                                                               "lifecycle-s3")) {}
+      s3_lifecycle_(std::make_unique<s3::LifecycleSourceCache>(root_.parent_path() / "lifecycle-s3",
+                                                               std::move(s3))) {}
 
 LocalProvider::~LocalProvider() = default;
 

@@ -27,6 +27,7 @@
 
 #include "provider/local/cluster_index_registry.h"
 #include "provider/node_provider.h"
+#include "s3/s3_config.h"
 
 namespace endure::s3 {
 class LifecycleSourceCache;
@@ -59,9 +60,11 @@ struct LocalBoot {
 class LocalProvider : public NodeProvider, public FaultDrill {
  public:
   // root: the folder that holds every cluster's files; agent_path: the endure-agent binary;
-  // index_dir: the host-wide folder of cluster indexes (see cluster_index_registry.h).
+  // index_dir: the host-wide folder of cluster indexes (see cluster_index_registry.h);
+  // s3: endured's S3 settings, laid over the environment for s3:// lifecycle sources.
   LocalProvider(std::filesystem::path root, std::filesystem::path agent_path,
-                std::filesystem::path index_dir = kHostClusterIndexDir);
+                std::filesystem::path index_dir = kHostClusterIndexDir,
+                s3::ConfigOverrides s3 = {});
   ~LocalProvider() override;
 
   Result<int> claim_cluster_index(const std::string& cluster_id, int index) override;
