@@ -37,9 +37,12 @@ endure_ckpt_status endure_ckpt_open(const char* dir, int rank, int world, int ke
 endure_ckpt_status endure_ckpt_open_tiered(const char* dir, const char* local_dir,
                                            const char* memory_dir, int rank, int world,
                                            int keep_last, int keep_every, endure_ckpt** out);
-/* Every setting of endure_ckpt_open_tiered, and rank 0's commit timeout: how long it waits
+/* Every setting of endure_ckpt_open_tiered, rank 0's commit timeout: how long it waits
  * for the other ranks' shards before it gives a step up (its wait() then returns
- * ENDURE_CKPT_ETIMEOUT). */
+ * ENDURE_CKPT_ETIMEOUT), and the S3 tier. New fields are appended, each meaning "none" or
+ * "the default" at zero, so an initialiser written for fewer fields still compiles and
+ * means what it did (zero-initialise: endure_ckpt_options o = {0};); a program compiled
+ * against an older header is to be compiled again, as the struct grew. */
 typedef struct {
   const char* dir;
   const char* local_dir;  /* NULL: no such tier */
@@ -49,6 +52,13 @@ typedef struct {
   int keep_last;
   int keep_every;
   double commit_timeout_seconds; /* <= 0: the default, 600 s */
+  /* The S3 tier, s3://BUCKET[/PREFIX] (NULL or "": no such tier), slowest of all: shards are
+   * uploaded there in the background after the disk tiers have them (see checkpoint.h). It
+   * is reached with the AWS environment's configuration (AWS_ENDPOINT_URL, AWS_REGION,
+   * AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or a profile of the shared credentials
+   * file). A malformed URI, or no configuration found, is ENDURE_CKPT_EINVAL with an error
+   * naming "s3", before any folder is made. */
+  const char* s3;
 } endure_ckpt_options;
 endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* options, endure_ckpt** out);
 /* Waits for a save in flight and frees the handle. NULL is allowed. */
@@ -100,7 +110,9 @@ endure_ckpt_status endure_ckpt_load(endure_ckpt* c, int64_t step, int64_t* loade
 endure_ckpt_status endure_ckpt_loaded_buffer(endure_ckpt* c, const char* name, const void** data,
                                              size_t* size);
 
-/* The last error's text for this handle ("" when none); valid until the next call. */
+/* The last error's text for this handle ("" when none); valid until the next call. With
+ * NULL: why this thread's last endure_ckpt_open* failed ("" when it succeeded), as a
+ * failed open gives no handle. */
 const char* endure_ckpt_last_error(const endure_ckpt* c);
 
 #ifdef __cplusplus

@@ -93,12 +93,35 @@ int main(void) {
    * (half a second here) the step is given up and wait() says why. */
   char two[160];
   snprintf(two, sizeof two, "%s/two", dir);
-  endure_ckpt_options two_ranks = {two, NULL, NULL, 0, 2, 3, 0, 0.5};
+  endure_ckpt_options two_ranks = {two, NULL, NULL, 0, 2, 3, 0, 0.5, NULL};
   CHECK(endure_ckpt_open_with(&two_ranks, &c) == ENDURE_CKPT_OK);
   CHECK(endure_ckpt_save(c, 1, buffers, 2, NULL) == ENDURE_CKPT_OK);
   CHECK(endure_ckpt_wait(c) == ENDURE_CKPT_ETIMEOUT);
   CHECK(strstr(endure_ckpt_last_error(c), "rank 1") != NULL);
   CHECK(endure_ckpt_latest(c, &step) == ENDURE_CKPT_ENOTFOUND);
+  endure_ckpt_close(c);
+
+  /* The S3 tier: a malformed URI is refused naming the field, before any folder is made, and
+   * the thread's open error says so; "" is no tier, as NULL is. */
+  char s3_local[160];
+  snprintf(s3_local, sizeof s3_local, "%s/s3-local", dir);
+  endure_ckpt_options with_s3 = {0};
+  with_s3.dir = s3_local;
+  with_s3.world = 1;
+  with_s3.keep_last = 2;
+  const char* malformed[] = {"https://bucket/prefix", "s3://", "s3://Bucket_1/prefix"};
+  for (int i = 0; i < 3; ++i) {
+    with_s3.s3 = malformed[i];
+    c = NULL;
+    CHECK(endure_ckpt_open_with(&with_s3, &c) == ENDURE_CKPT_EINVAL && c == NULL);
+    CHECK(strncmp(endure_ckpt_last_error(NULL), "s3 '", 4) == 0);
+    CHECK(strstr(endure_ckpt_last_error(NULL), malformed[i]) != NULL);
+    CHECK(access(s3_local, F_OK) != 0);
+  }
+  CHECK(strstr(endure_ckpt_last_error(NULL), "bucket name") != NULL);
+  with_s3.s3 = "";
+  CHECK(endure_ckpt_open_with(&with_s3, &c) == ENDURE_CKPT_OK);
+  CHECK(strcmp(endure_ckpt_last_error(NULL), "") == 0);
   endure_ckpt_close(c);
 
   /* With the node-local tiers: a second handle (a restarted process) finds the step. */

@@ -34,12 +34,23 @@ endure_ckpt_status done(endure_ckpt* c) {
   return ENDURE_CKPT_OK;
 }
 
+// Why this thread's last open failed: a failed open has no handle to keep it in.
+thread_local std::string open_error;
+
+endure_ckpt_status open_failed(const endure::Error& e) {
+  open_error = e.message;
+  return code_of(e);
+}
+
 }  // namespace
 
 extern "C" endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* options,
                                                     endure_ckpt** out) {
-  if (!options || !options->dir || !out) return ENDURE_CKPT_EINVAL;
   try {
+    open_error.clear();
+    if (!options || !options->dir || !out) {
+      return open_failed(endure::make_error("ValidationException", "options, dir, out: NULL"));
+    }
     endure::ckpt::Options o;
     o.dir = options->dir;
     if (options->local_dir) o.local_dir = options->local_dir;
@@ -50,8 +61,9 @@ extern "C" endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* o
     o.keep_every = options->keep_every;
     if (options->commit_timeout_seconds > 0)
       o.commit_timeout_seconds = options->commit_timeout_seconds;
+    if (options->s3) o.s3 = options->s3;
     auto c = endure::ckpt::Checkpointer::open(o);
-    if (!c) return code_of(c.error());
+    if (!c) return open_failed(c.error());
     *out = new endure_ckpt{std::move(*c), {}, {}};
     return ENDURE_CKPT_OK;
   } catch (...) {
@@ -63,7 +75,7 @@ extern "C" endure_ckpt_status endure_ckpt_open_tiered(const char* dir, const cha
                                                       const char* memory_dir, int rank, int world,
                                                       int keep_last, int keep_every,
                                                       endure_ckpt** out) {
-  endure_ckpt_options o = {dir, local_dir, memory_dir, rank, world, keep_last, keep_every, 0};
+  endure_ckpt_options o = {dir, local_dir, memory_dir, rank, world, keep_last, keep_every, 0, {}};
   return endure_ckpt_open_with(&o, out);
 }
 
@@ -234,5 +246,5 @@ extern "C" endure_ckpt_status endure_ckpt_loaded_buffer(endure_ckpt* c, const ch
 }
 
 extern "C" const char* endure_ckpt_last_error(const endure_ckpt* c) {
-  return c ? c->error.c_str() : "";
+  return c ? c->error.c_str() : open_error.c_str();
 }

@@ -128,6 +128,14 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
     return make_error("ValidationException",
                       "dir: an s3:// prefix is the S3 tier (s3) behind a folder, not the folder itself");
   }
+  // The S3 tier's URI and configuration are checked before any folder is made, so that
+  // they too are refused with nothing changed (opening it sends no request).
+  std::shared_ptr<S3Store> s3_store;
+  if (!options.s3.empty()) {
+    auto store = S3Store::open(options.s3, "s3");
+    if (!store) return store.error();
+    s3_store = *store;
+  }
   if (auto s = fs::make_dirs(options.dir); !s) return s.error();
   for (const auto& tier : {options.local_dir, options.memory_dir}) {
     if (tier.empty()) continue;
@@ -135,11 +143,9 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
   }
   std::unique_ptr<Checkpointer> c(new Checkpointer(options));
   Impl& im = *c->impl_;
-  if (!options.s3.empty()) {
-    auto store = S3Store::open(options.s3, "s3");
-    if (!store) return store.error();
-    im.s3_store = *store;
-    im.s3 = std::make_unique<S3Tier>(options, *store);
+  if (s3_store) {
+    im.s3_store = s3_store;
+    im.s3 = std::make_unique<S3Tier>(options, s3_store);
   }
   int64_t newest = -1;
   for (int slot = 0; slot < kSlots; ++slot) {
