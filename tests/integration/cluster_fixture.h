@@ -112,6 +112,10 @@ class ClusterFixture : public ::testing::Test {
     json spec = make_spec(name, workers);
     spec["NodeRecovery"] = recovery;
     if (warm_spares_ > 0) spec["InstanceGroups"][1]["WarmSpares"] = warm_spares_;
+    if (!lifecycle_source_.empty()) {
+      for (auto& g : spec["InstanceGroups"])
+        g["LifeCycleConfig"]["SourceS3Uri"] = lifecycle_source_;
+    }
     ASSERT_TRUE(e_->call("CreateCluster", spec).ok());
     ASSERT_EQ(e_->wait_status(name, {"InService"}, 180s), "InService");
     name_ = name;
@@ -133,7 +137,8 @@ class ClusterFixture : public ::testing::Test {
   TempDir home_;
   std::unique_ptr<Endured> e_;
   std::string name_;
-  int warm_spares_ = 0;  // the worker group's WarmSpares, set before start_cluster
+  int warm_spares_ = 0;           // the worker group's WarmSpares, set before start_cluster
+  std::string lifecycle_source_;  // every group's SourceS3Uri when set (before start_cluster)
 };
 
 }  // namespace endure::test

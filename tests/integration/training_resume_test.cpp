@@ -1,10 +1,18 @@
 // Training programs under srun --auto-resume=1: the PyTorch example and endure-train lose a
-// node, resume from their checkpoints on /fsx, and re-make every step with the same loss.
+// node, resume from their checkpoints (on /fsx, or in an S3 bucket behind the node's own
+// disk), and re-make every step with the same loss.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 
 #include "auto_resume_fixture.h"
+#include "s3/s3_client.h"
+#include "support/s3_server.h"
+#include "support/scoped_env.h"
+#include "support/temp_dir.h"
 
 namespace endure::test {
 namespace {
@@ -83,20 +91,19 @@ class LlamaAutoResume : public AutoResume {
   // the job runs, which after a requeue may be another node), crashes the node it runs on
   // at step 25 and waits for the job's end. Fills starts_ and checks the losses.
   void run_through_a_crash(int nodes, const std::string& node) {
-    start(2);
+    start(2, endured_config_);
     ASSERT_NO_FATAL_FAILURE(prepare_training_data());
     const std::string n = std::to_string(nodes);
     job_ = submit_script(
         "train.sbatch",
-        "#!/bin/bash\n#SBATCH -N" + n +
-            " --output=/fsx/train-%j.out --open-mode=append\n"
-            "srun --auto-resume=1 -N1 " +
-            (node.empty() ? "" : "-w " + node) +
+        "#!/bin/bash\n#SBATCH -N" + n + " --output=/fsx/train-%j.out --open-mode=append\n" +
+            job_environment_ + "srun --auto-resume=1 -N1 " + (node.empty() ? "" : "-w " + node) +
             " /opt/endure/bin/endure-train "
             "--data /fsx/data --model tiny "
             "--dim 128 --n-heads 4 --n-kv-heads 4 --seq-len 128 --batch 8 --threads 1 --steps 400 "
-            "--warmup 10 --lr 1e-3 --min-lr 1e-4 --eval-every 100 --ckpt-dir /fsx/ckpt "
-            "--ckpt-every 10 --log /fsx/train.jsonl >/dev/null\n"
+            "--warmup 10 --lr 1e-3 --min-lr 1e-4 --eval-every 100 " +
+            ckpt_flags_ +
+            " --ckpt-every 10 --log /fsx/train.jsonl >/dev/null\n"
             "echo \"srun rc=$?\"\n");
     ASSERT_GT(job_, 0);
     const auto log_path = fsx_ / "train.jsonl";
@@ -108,15 +115,11 @@ class LlamaAutoResume : public AutoResume {
       }
       return step;
     };
-    // Step 20's checkpoint committed on /fsx first: its write runs beside training at idle
-    // priority, and on a loaded machine it may still be under way at step 25.
-    ASSERT_TRUE(wait_until(
-        [&] {
-          return last_step() >= 25 &&
-                 std::filesystem::exists(fsx_ / "ckpt" / "step-000000000020" / "MANIFEST.json");
-        },
-        120s))
-        << read_text(log_path);
+    // A checkpoint of step 20 or later committed in the tier a resume will need first: its
+    // write runs beside training at idle priority, and on a loaded machine it may still be
+    // under way at step 25.
+    ASSERT_TRUE(wait_until([&] { return last_step() >= 25 && step_20_committed_(); }, 120s))
+        << read_text(out_path) << read_text(log_path);
     crashed_ = node.empty() ? batch_host(job_) : node;
     ASSERT_FALSE(crashed_.empty());
     ASSERT_NO_FATAL_FAILURE(crash(crashed_));
@@ -146,6 +149,14 @@ class LlamaAutoResume : public AutoResume {
     EXPECT_EQ(done.value("final_step", 0), 400) << output_;
   }
 
+  // Where the trainer keeps its checkpoints, whether a step from 20 on is committed there,
+  // and lines of the job script before srun (its environment).
+  std::string ckpt_flags_ = "--ckpt-dir /fsx/ckpt";
+  std::function<bool()> step_20_committed_ = [this] {
+    return std::filesystem::exists(fsx_ / "ckpt" / "step-000000000020" / "MANIFEST.json");
+  };
+  std::string job_environment_;
+  json endured_config_ = json::object();
   long long job_ = 0;
   std::string crashed_;  // the node the trainer ran on
   std::vector<json> starts_;
@@ -203,6 +214,78 @@ TEST_F(LlamaAutoResume, OnAnotherNodeTheStepIsReRunInPlace) {
   ASSERT_TRUE(jobs.ok()) << jobs.error().message;
   ASSERT_EQ((*jobs)["Jobs"].size(), 1u) << jobs->dump();
   EXPECT_EQ((*jobs)["Jobs"][0]["Resumes"], 1) << jobs->dump();
+}
+
+// A cluster whose lifecycle scripts come from an S3 bucket (SourceS3Uri s3://..., endured
+// reaching the bucket through its S3 settings), and
+// endure-train keeping its checkpoints on the node's own disk (/local) with the S3 tier
+// behind it: the node crashes, endure replaces it from the same lifecycle snapshot, and the
+// replacement's disk is empty, so the trainer resumes from S3, every re-made step with the
+// first run's loss.
+TEST_F(LlamaAutoResume, WithLifecycleAndCheckpointsInS3TheReplacementResumesFromTheBucket) {
+  if (auto why = S3Server::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  constexpr const char* kBucket = "endure-e2e";
+  S3Server server({kBucket});
+  ASSERT_TRUE(server.start());
+  auto client = s3::S3Client::create(server.config());
+  ASSERT_TRUE(client) << client.error().message;
+  for (const auto& f : std::filesystem::directory_iterator(base_lifecycle_dir())) {
+    auto text = fs::read_file(f.path());
+    ASSERT_TRUE(text);
+    ASSERT_TRUE((*client)->put_object(kBucket, "lifecycle/" + f.path().filename().string(), *text));
+  }
+  // endured reads the bucket through its settings (config.json), its environment holding
+  // no AWS variable; the job's trainer through the AWS environment of its script.
+  TempDir aws_dir("endure-e2e-aws");
+  std::ofstream(aws_dir.path() / "credentials")
+      << "[e2e]\naws_access_key_id = " << S3Server::kAccessKey
+      << "\naws_secret_access_key = " << S3Server::kSecretKey << "\n";
+  endured_config_ = {{"S3EndpointUrl", server.endpoint_url()},
+                     {"S3Region", "us-east-1"},
+                     {"S3CredentialsFile", (aws_dir.path() / "credentials").string()},
+                     {"S3Profile", "e2e"}};
+  ScopedEnv no_aws({{"AWS_ENDPOINT_URL", std::nullopt},
+                    {"AWS_ENDPOINT_URL_S3", std::nullopt},
+                    {"AWS_ACCESS_KEY_ID", std::nullopt},
+                    {"AWS_SECRET_ACCESS_KEY", std::nullopt},
+                    {"AWS_SESSION_TOKEN", std::nullopt},
+                    {"AWS_PROFILE", std::nullopt}});
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"AWS_ENDPOINT_URL", server.endpoint_url()},
+           {"AWS_ACCESS_KEY_ID", S3Server::kAccessKey},
+           {"AWS_SECRET_ACCESS_KEY", S3Server::kSecretKey},
+           {"AWS_REGION", "us-east-1"}}) {
+    job_environment_ += "export " + name + "=" + value + "\n";
+  }
+  lifecycle_source_ = std::string("s3://") + kBucket + "/lifecycle";
+  ckpt_flags_ = std::string("--ckpt-dir /local/ckpt --ckpt-s3 s3://") + kBucket + "/train";
+  // A save due while the bucket still takes an earlier one replaces it there: step 20 may
+  // be skipped for 30.
+  step_20_committed_ = [&] {
+    auto objects = (*client)->list_objects(kBucket, "train/");
+    if (!objects) return false;
+    for (const auto& o : *objects) {
+      const auto manifest = o.key.find("/MANIFEST.json");
+      if (manifest != std::string::npos && o.key.compare(0, 11, "train/step-") == 0 &&
+          std::stoll(o.key.substr(11, manifest - 11)) >= 20) {
+        return true;
+      }
+    }
+    return false;
+  };
+
+  ASSERT_NO_FATAL_FAILURE(run_through_a_crash(1, ""));
+  EXPECT_EQ(starts_[1]["resumed_tier"], "s3") << starts_[1].dump();
+  EXPECT_EQ(starts_[1]["slurm_restart_count"], 1) << starts_[1].dump();
+  // Every node, the replacement too, ran the bucket's scripts from the snapshot endured
+  // took at creation.
+  std::error_code ec;
+  EXPECT_FALSE(std::filesystem::is_empty(e_->home() / "lifecycle-s3", ec));
+  auto nodes = e_->call("ListClusterNodes", {{"ClusterName", name_}});
+  ASSERT_TRUE(nodes.ok()) << nodes.error().message;
+  for (const auto& n : (*nodes)["ClusterNodeSummaries"]) {
+    EXPECT_EQ(n["InstanceStatus"]["Status"], "Running") << n.dump();
+  }
 }
 
 }  // namespace

@@ -17,12 +17,14 @@
 #include "s3/s3_error.h"
 #include "spec/cluster_spec.h"
 #include "support/s3_fixture.h"
+#include "support/scoped_env.h"
 #include "support/temp_dir.h"
 
 namespace endure::s3 {
 namespace {
 
 namespace sfs = std::filesystem;
+using test::ScopedEnv;
 constexpr const char* kCacheBucket = "sagemaker-lifecycle";
 constexpr const char* kCacheField = "InstanceGroups[1].LifeCycleConfig";
 
@@ -105,32 +107,6 @@ TEST_F(LifecycleCacheTest, ResolvesPinsAndFallsBackWhileTheEndpointIsDown) {
   EXPECT_EQ(never.error().code, kUnreachable);
   EXPECT_PRED2(contains, never.error().message, std::string(kCacheField) + ".SourceS3Uri");
 }
-
-// Sets (or, with no value, unsets) environment variables for the scope of a test and
-// restores them after.
-class ScopedEnv {
- public:
-  explicit ScopedEnv(std::vector<std::pair<std::string, std::optional<std::string>>> vars) {
-    for (const auto& [name, value] : vars) {
-      const char* old = ::getenv(name.c_str());
-      saved_.push_back({name, old ? std::optional<std::string>(old) : std::nullopt});
-      set(name, value);
-    }
-  }
-  ~ScopedEnv() {
-    for (const auto& [name, value] : saved_) set(name, value);
-  }
-
- private:
-  static void set(const std::string& name, const std::optional<std::string>& value) {
-    if (value) {
-      ::setenv(name.c_str(), value->c_str(), 1);
-    } else {
-      ::unsetenv(name.c_str());
-    }
-  }
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
-};
 
 TEST_F(LifecycleCacheTest, TheLocalProviderResolvesS3SourcesWithEnduredsEnvironment) {
   put("cluster/on_create.sh", "echo created\n");
