@@ -2,8 +2,9 @@
 // one JSON line per size: the training stall of save() against a memcpy of the same bytes,
 // background persist bandwidth, verified restore against two sequential reads of the same
 // file (into a hot 1 MiB buffer, and into a touched destination of its size),
-// and the naive save (serialize, write, fsync in the caller's thread). bench/ckpt/run.sh
-// adds dd's write and torch.save, and prints the table.
+// the naive save (serialize, write, fsync in the caller's thread), and, with
+// ENDURE_BENCH_S3=s3://BUCKET, the S3 tier's upload and restore of the newest step.
+// bench/ckpt/run.sh adds dd's write, torch.save and aws s3 cp, and prints the table.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -21,10 +22,12 @@
 
 #include "common/fs.h"
 #include "endure/checkpoint.h"
+#include "s3_figures.h"
+#include "timing.h"
 #include "train/ckpt/format.h"
 
 using namespace endure;
-using Clock = std::chrono::steady_clock;
+using namespace endure::bench;
 
 namespace {
 
@@ -32,21 +35,6 @@ namespace {
 bool ok(const Status& s) {
   if (!s) std::fprintf(stderr, "%s\n", s.error().message.c_str());
   return s.ok();
-}
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// The page cache would make every read a memory copy: restore figures are from the disk.
-void drop_caches() {
-  ::sync();
-  std::ofstream("/proc/sys/vm/drop_caches") << "3\n";
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 // A sequential read of `path` from the disk in 1 MiB reads, timed from the open (dd's own
@@ -194,7 +182,22 @@ int main(int argc, char** argv) {
         turns[m].push_back(seconds);
       }
     }
-    const double restore_s = median(turns[0]), read_s = median(turns[1]), read_touched_s = median(turns[2]);
+    const double restore_s = median(turns[0]), read_s = median(turns[1]),
+                 read_touched_s = median(turns[2]);
+
+    // The S3 tier, when run.sh names a bucket of its server (ENDURE_BENCH_S3=s3://BUCKET):
+    // the newest step uploaded and restored through it.
+    std::string s3_fields;
+    if (const char* s3 = std::getenv("ENDURE_BENCH_S3"); s3 && *s3) {
+      auto figures =
+          s3_figures(dir, kNewest, std::string(s3) + "/engine-" + std::to_string(mib), into, 3);
+      if (!figures) {
+        std::fprintf(stderr, "s3: %s\n", figures.error().message.c_str());
+        return 1;
+      }
+      s3_fields = ", \"s3_persist_s\": " + std::to_string(figures->persist_s) +
+                  ", \"s3_restore_s\": " + std::to_string(figures->restore_s);
+    }
 
     // Naive: serialize into a new buffer, write and fsync, all in the caller's thread.
     auto naive_path = root / ("naive-" + std::to_string(mib) + ".bin");
@@ -217,11 +220,13 @@ int main(int argc, char** argv) {
     std::filesystem::remove(naive_path);
     if (!ok(fs::remove_tree(dir))) return 1;
     std::printf(
-        "{\"mib\": %zu, \"memcpy_s\": %.6f, \"stall_s\": %.6f, \"stall_vs_memcpy\": %.4f, \"persist_s\": %.6f, "
+        "{\"mib\": %zu, \"memcpy_s\": %.6f, \"stall_s\": %.6f, \"stall_vs_memcpy\": %.4f, "
+        "\"persist_s\": %.6f, "
         "\"restore_s\": %.6f, \"read_s\": %.6f, \"read_touched_s\": %.6f, \"naive_s\": %.6f, "
-        "\"overlap_stall_s\": %.6f, \"overlap_stall_vs_memcpy\": %.4f}\n",
-        mib, median(memcpys), median(stalls), median(stall_ratios), median(persists), restore_s, read_s,
-        read_touched_s, naive_s, median(overlap_stalls), median(overlap_ratios));
+        "\"overlap_stall_s\": %.6f, \"overlap_stall_vs_memcpy\": %.4f%s}\n",
+        mib, median(memcpys), median(stalls), median(stall_ratios), median(persists), restore_s,
+        read_s, read_touched_s, naive_s, median(overlap_stalls), median(overlap_ratios),
+        s3_fields.c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -12,10 +12,16 @@
 #                         (target >= 90 %); targets hold in every round
 #   also: the naive save (serialize, write, fsync in the caller's thread) and torch.save
 #   (Debian's python3-torch) of the same bytes, fsynced.
+#   S3 rows (sizes in S3_SIZES, default 64 and 256 MiB; skipped, saying why, without the
+#   test server or an aws CLI): the S3 tier's upload of a committed step and its restore
+#   (every chunk verified, into memory) against `aws s3 cp` of a file of the same size up
+#   and down (into /dev/shm), both against the same S3-compatible server (tools/s3rver, on
+#   loopback), the page cache dropped before each; the aws CLI's own start (an `aws s3api
+#   head-bucket`, timed in the same round) is taken off its figures  (target >= 90 % both ways)
 #
 #   bash bench/ckpt/run.sh              # 64, 256, 1024 and 2048 MiB
 #   bash bench/ckpt/run.sh --smoke      # 64 MiB only: checks that the bench works
-# Env: SIZES="64 256", REPEAT (rounds per size, default 3; medians), BENCH_DIR (default /var/tmp/endure-bench-ckpt-PID: on disk, not
+# Env: SIZES="64 256", S3_SIZES, REPEAT (rounds per size, default 3; medians), BENCH_DIR (default /var/tmp/endure-bench-ckpt-PID: on disk, not
 # tmpfs). Needs root (it drops the page cache before each read, so reads come from disk).
 # Prints a table, and as its very last line one JSON object with every figure and ratio.
 set -euo pipefail
@@ -36,6 +42,56 @@ dd_seconds() { # dd's own "copied, S s" figure
   "$@" 2>&1 | sed -n 's/.*copied, \([0-9.e+-]*\) s.*/\1/p'
 }
 
+# The S3-compatible server for the S3 rows, with a key pair of its own; stopped by its pid.
+s3_sizes=${S3_SIZES:-"64 256"}
+[ "${1:-}" = "--smoke" ] && s3_sizes=64
+# The aws CLI on the PATH, else the one setup.sh finds in root's pyenv.
+aws_cli=$(command -v aws || true)
+[ -n "$aws_cli" ] || [ ! -x /root/.pyenv/shims/aws ] || aws_cli=/root/.pyenv/shims/aws
+s3_pid=""
+if [ -z "$aws_cli" ]; then
+  echo "run.sh: no aws CLI on the PATH: no S3 rows" >&2; s3_sizes=""
+elif [ ! -d tools/s3rver/node_modules ] || ! command -v node >/dev/null; then
+  echo "run.sh: the S3 test server is not installed (scripts/setup.sh): no S3 rows" >&2; s3_sizes=""
+else
+  mkdir -p "$dir/s3"
+  node --openssl-legacy-provider tools/s3rver/serve.js --dir "$dir/s3" --port-file "$dir/s3.port" \
+    --access-key endure-bench --secret-key endure-bench-secret --bucket endure-bench \
+    >"$dir/s3.log" 2>&1 &
+  s3_pid=$!
+  trap '[ -z "$s3_pid" ] || kill "$s3_pid" 2>/dev/null; rm -rf "$dir"' EXIT
+  for _ in $(seq 200); do [ -s "$dir/s3.port" ] && break; sleep 0.1; done
+  [ -s "$dir/s3.port" ] || { echo "run.sh: the S3 test server did not start:" >&2; cat "$dir/s3.log" >&2; exit 1; }
+  export AWS_ENDPOINT_URL="http://127.0.0.1:$(cat "$dir/s3.port")" AWS_REGION=us-east-1 \
+    AWS_ACCESS_KEY_ID=endure-bench AWS_SECRET_ACCESS_KEY=endure-bench-secret \
+    AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+fi
+
+# Seconds a command takes (bash's own clock), its output dropped.
+seconds_of() {
+  local TIMEFORMAT=%R
+  { time "$@" >/dev/null 2>&1; } 2>&1
+}
+
+# aws s3 cp of `mib` MiB up and down, each the median of three, and the CLI's start.
+aws_figures() {
+  local mib=$1 up=() down=() fixed=()
+  head -c $((mib << 20)) /dev/urandom >"$dir/peer.bin"
+  for _ in 1 2 3; do
+    sync && echo 3 >/proc/sys/vm/drop_caches
+    up+=("$(seconds_of "$aws_cli" s3 cp "$dir/peer.bin" "s3://endure-bench/peer-$mib" --endpoint-url "$AWS_ENDPOINT_URL")")
+    sync && echo 3 >/proc/sys/vm/drop_caches
+    down+=("$(seconds_of "$aws_cli" s3 cp "s3://endure-bench/peer-$mib" "/dev/shm/endure-bench-peer-$$" --endpoint-url "$AWS_ENDPOINT_URL")")
+    rm -f "/dev/shm/endure-bench-peer-$$"
+    fixed+=("$(seconds_of "$aws_cli" s3api head-bucket --bucket endure-bench --endpoint-url "$AWS_ENDPOINT_URL")")
+  done
+  rm -f "$dir/peer.bin"
+  python3 -c 'import json, statistics, sys
+up, down, fixed = (statistics.median(map(float, a.split())) for a in sys.argv[2:5])
+print(json.dumps({"mib": int(sys.argv[1]), "aws_up_s": up, "aws_down_s": down, "aws_start_s": fixed}))' \
+    "$mib" "${up[*]}" "${down[*]}" "${fixed[*]}"
+}
+
 # The disk is shared and noisy (1 GiB dd runs here went from 0.4 to 1.2 GB/s back to back):
 # each size is measured REPEAT times, ours and the peers alternating, and medians compared.
 repeat=${REPEAT:-3}
@@ -48,7 +104,10 @@ for round in $(seq "$repeat"); do
   # our restores).
   w=$(dd_seconds dd if=/dev/zero of="$dir/dd.bin" bs=1M count="$mib" conv=fsync)
   rm -f "$dir/dd.bin"
-  ours=$(timeout 600 "$bin" "$dir" "$mib")
+  s3=""
+  case " $s3_sizes " in *" $mib "*) s3="s3://endure-bench/round-$round" ;; esac
+  ours=$(ENDURE_BENCH_S3="$s3" timeout 600 "$bin" "$dir" "$mib")
+  [ -z "$s3" ] || aws_figures "$mib" >>"$results"
   t=$(timeout 600 "$py" - "$dir/torch.pt" "$mib" <<'PY'
 import os, sys, time, torch
 path, mib = sys.argv[1], int(sys.argv[2])
@@ -114,10 +173,33 @@ for mib in sorted(rows):
                              restore_min_pct_of_read_touched=round(restore_touched_min_pct, 1),
                              naive_vs_stall=round(r["naive_s"] / r["stall_s"], 1),
                              torch_save_vs_stall=round(r["torch_save_s"] / r["stall_s"], 1)))
+# The S3 rows: each round's own ratio (ours and aws s3 cp measured back to back), the aws
+# CLI's start taken off its figures, and the median of those.
+s3_met = True
+s3_mibs = [mib for mib in sorted(rows) if "s3_persist_s" in samples[mib] and "aws_up_s" in samples[mib]]
+if s3_mibs:
+    print("S3 tier vs aws s3 cp of the same bytes, same server (tools/s3rver on loopback), same run (MB/s = 1e6 B/s)")
+    print(f"{'MiB':>6} | {'ours up':>8} {'aws up':>8} {'%':>5} | {'ours down':>9} {'aws down':>8} {'%':>5} | {'aws start':>9}")
+for mib in s3_mibs:
+    d, b = samples[mib], mib << 20
+    up = [(a - st) / o for a, st, o in zip(d["aws_up_s"], d["aws_start_s"], d["s3_persist_s"])]
+    down = [(a - st) / o for a, st, o in zip(d["aws_down_s"], d["aws_start_s"], d["s3_restore_s"])]
+    up_pct, down_pct = 100 * statistics.median(up), 100 * statistics.median(down)
+    s3_met = s3_met and up_pct >= 90 and down_pct >= 90
+    r = rows[mib]
+    print(f"{mib:>6} | {b / r['s3_persist_s'] / 1e6:>8.0f} {b / (r['aws_up_s'] - r['aws_start_s']) / 1e6:>8.0f} {up_pct:>5.0f} | "
+          f"{b / r['s3_restore_s'] / 1e6:>9.0f} {b / (r['aws_down_s'] - r['aws_start_s']) / 1e6:>8.0f} {down_pct:>5.0f} | {r['aws_start_s']:>8.2f}s")
+    entry = next(e for e in out["sizes"] if e["mib"] == mib)
+    entry.update(s3_persist_pct_of_aws=round(up_pct, 1), s3_restore_pct_of_aws=round(down_pct, 1))
+if s3_mibs:
+    print("ours up: the S3 tier's upload of a committed step (shard object in parallel parts, then the manifest); ours down: load_into() from the S3 tier alone, every chunk verified")
+    print("aws: aws s3 cp of a file of the same size, up from the disk and down into /dev/shm, its start (aws s3api head-bucket) taken off; page cache dropped before each")
+met = met and s3_met
+out["s3_targets_met"] = s3_met if s3_mibs else None
 print("medians of REPEAT rounds per size (x and %: medians of each round's own ratio); stall: save() returning; persist: save() to committed; restore: load_into() with every chunk verified, page cache dropped")
 print("read: into a hot 1 MiB buffer; touched: into a touched destination of the shard's size; %t, min%, min%t: restore against the touched read, and the worst round of each")
 print("ovl x: an overlapped save's stall (save_overlapped + wait_copied after a step of compute) against a memcpy")
-print("targets (stall <= 1.25x memcpy, overlapped stall <= 0.1x memcpy, persist >= 80 % of dd, restore >= 80 % of the hot read and >= 90 % of the touched read in every round): " + ("met" if met else "not met"))
+print("targets (stall <= 1.25x memcpy, overlapped stall <= 0.1x memcpy, persist >= 80 % of dd, restore >= 80 % of the hot read and >= 90 % of the touched read in every round; S3 up and down >= 90 % of aws s3 cp): " + ("met" if met else "not met"))
 out["targets_met"] = met
 print(json.dumps(out))
 PY
