@@ -1,8 +1,8 @@
 #include "controller/config.h"
 
-#include <fmt/format.h>
-
 #include <cctype>
+
+#include <fmt/format.h>
 
 #include "api/wire.h"
 
