@@ -26,7 +26,6 @@ Reconciler::Reconciler(store::Store& store, provider::NodeProvider& provider, co
     : store_(store),
       provider_(provider),
       config_(config),
-      health_(health),
       recovery_(recovery),
       deep_checks_(deep_checks),
       software_updates_(software_updates),

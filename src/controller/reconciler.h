@@ -49,7 +49,6 @@ class Reconciler {
   store::Store& store_;
   provider::NodeProvider& provider_;
   const Config& config_;
-  HealthMonitor& health_;
   RecoveryManager& recovery_;
   DeepCheckManager& deep_checks_;
   SoftwareUpdateManager& software_updates_;
