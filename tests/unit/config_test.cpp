@@ -173,10 +173,10 @@ TEST(ConfigTest, TheS3ConfigIsTheEnvironmentWithTheSettingsLaidOverIt) {
   ASSERT_TRUE(from_file) << from_file.error().message;
   EXPECT_EQ(from_file->credentials.access_key_id, "DEFAULTKEY");
   Config endpoint_only;
-  ASSERT_TRUE(endpoint_only.apply_json({{"S3EndpointUrl", "http://10.0.0.5:9000"}}).ok());
+  ASSERT_TRUE(endpoint_only.apply_json({{"S3EndpointUrl", "http://127.0.0.5:9000"}}).ok());
   auto endpoint = s3::config_from_environment(env, endpoint_only.s3_overrides());
   ASSERT_TRUE(endpoint) << endpoint.error().message;
-  EXPECT_EQ(endpoint->endpoint_url, "http://10.0.0.5:9000");
+  EXPECT_EQ(endpoint->endpoint_url, "http://127.0.0.5:9000");
   EXPECT_TRUE(endpoint->path_style);
   EXPECT_EQ(endpoint->credentials.access_key_id, "ENVKEY");
 
