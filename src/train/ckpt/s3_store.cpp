@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <thread>
 
 #include <fmt/format.h>
@@ -109,23 +108,6 @@ CheckpointInfo S3Store::inspect(int64_t step, json* manifest) const {
   return info;
 }
 
-namespace {
-
-// Copies bytes at `offset` of the shard into the segments that cover that range.
-void scatter(const std::vector<Segment>& segments, const std::vector<uint64_t>& starts,
-             uint64_t offset, const char* data, size_t size) {
-  size_t i = std::upper_bound(starts.begin(), starts.end(), offset) - starts.begin() - 1;
-  while (size > 0 && i < segments.size()) {
-    const uint64_t within = offset - starts[i];
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(size, segments[i].size - within));
-    if (n > 0) std::memcpy(segments[i].dst + within, data, n);
-    data += n, offset += n, size -= n;
-    ++i;
-  }
-}
-
-}  // namespace
-
 Status S3Store::read_verified(int64_t step, const json& shard,
                               const std::vector<Segment>& segments) const {
   const std::string k = key(step, shard.value("file", ""));
@@ -133,17 +115,13 @@ Status S3Store::read_verified(int64_t step, const json& shard,
   const uint64_t size = shard.value("size", 0ULL);
   const size_t chunk_bytes = shard.value("chunk_bytes", size_t{0});
   const json& sums = shard["chunks"];
-  if (chunk_bytes == 0) return make_error("CorruptCheckpoint", what + ": chunk size 0");
-  const size_t chunks = size == 0 ? 1 : static_cast<size_t>((size + chunk_bytes - 1) / chunk_bytes);
-  if (sums.size() != chunks) return make_error("CorruptCheckpoint", what + ": chunk count differs");
-  std::vector<uint64_t> starts;
-  uint64_t at = 0;
-  for (const auto& s : segments) starts.push_back(at), at += s.size;
-  if (at != size) return make_error("CorruptCheckpoint", what + ": sizes disagree");
+  auto counted = chunk_count(what, size, chunk_bytes, sums);
+  if (!counted) return counted.error();
+  const size_t chunks = *counted;
+  const SegmentMap map(segments);
+  if (map.size() != size) return make_error("CorruptCheckpoint", what + ": sizes disagree");
   if (size == 0) {
-    return sums[0] == checksum_hex("", 0)
-               ? Status()
-               : Status(make_error("CorruptCheckpoint", what + ": chunk 0 fails its checksum"));
+    return sums[0] == checksum_hex("", 0) ? Status() : Status(chunk_fails(what, 0, chunk_bytes));
   }
   return s3::parallel_for(chunks, client_->config().parallelism, [&](size_t i) -> Status {
     const uint64_t offset = static_cast<uint64_t>(i) * chunk_bytes;
@@ -154,11 +132,9 @@ Status S3Store::read_verified(int64_t step, const json& shard,
       return make_error("CorruptCheckpoint", what + ": shorter than the manifest says");
     }
     if (sums[i] != checksum_hex(bytes->data(), bytes->size())) {
-      return make_error(
-          "CorruptCheckpoint",
-          fmt::format("{}: chunk {} (bytes {}..) fails its checksum", what, i, offset));
+      return chunk_fails(what, i, chunk_bytes);
     }
-    scatter(segments, starts, offset, bytes->data(), bytes->size());
+    map.scatter(offset, reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size());
     return {};
   });
 }

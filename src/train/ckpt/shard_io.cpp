@@ -1,7 +1,6 @@
 #include "train/ckpt/shard_io.h"
 
 #include <fcntl.h>
-#include <fmt/format.h>
 #include <limits.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -13,6 +12,8 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "common/fs.h"
 #include "train/ckpt/format.h"
@@ -80,33 +81,6 @@ constexpr size_t kReadPiece = 512u << 10;
 // 0.62-2.6 s; a plain 1 MiB read loop 0.56-2.0 s.
 constexpr unsigned kReadStreams = 2;
 
-// The caller's memory at a file offset: the pieces of [offset, offset + len), in order.
-class SegmentMap {
- public:
-  explicit SegmentMap(const std::vector<Segment>& segments) : segments_(segments) {
-    uint64_t at = 0;
-    for (const Segment& s : segments) starts_.push_back(at), at += s.size;
-  }
-
-  void pieces(uint64_t offset, size_t len, std::vector<iovec>& out) const {
-    out.clear();
-    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), offset) -
-                                   starts_.begin());
-    for (i = i == 0 ? 0 : i - 1; len > 0 && i < segments_.size(); ++i) {
-      uint64_t inside = offset - starts_[i];
-      if (inside >= segments_[i].size) continue;
-      size_t n = static_cast<size_t>(std::min<uint64_t>(len, segments_[i].size - inside));
-      out.push_back({segments_[i].dst + inside, n});
-      offset += n;
-      len -= n;
-    }
-  }
-
- private:
-  const std::vector<Segment>& segments_;
-  std::vector<uint64_t> starts_;
-};
-
 // What a stream found wrong, the lowest chunk first, so that the error does not depend on
 // which stream got there first.
 struct Failure {
@@ -161,8 +135,7 @@ void read_chunks(const std::filesystem::path& path, uint64_t size, size_t chunk_
     }
     if (failure.any) break;
     if (sums[chunk] != digest_hex(XXH3_64bits_digest(state))) {
-      failure.report(chunk, fmt::format("{}: chunk {} (bytes {}..) fails its checksum", what, chunk,
-                                        chunk * uint64_t{chunk_bytes}));
+      failure.report(chunk, chunk_fails(what, chunk, chunk_bytes).message);
     }
   }
   XXH3_freeState(state);
@@ -171,14 +144,53 @@ void read_chunks(const std::filesystem::path& path, uint64_t size, size_t chunk_
 
 }  // namespace
 
-Status read_verified(const std::filesystem::path& path, uint64_t size, size_t chunk_bytes,
-                     const json& sums, const std::vector<Segment>& segments) {
-  const std::string what = path.string();
+SegmentMap::SegmentMap(const std::vector<Segment>& segments) : segments_(segments) {
+  for (const Segment& s : segments) starts_.push_back(size_), size_ += s.size;
+}
+
+void SegmentMap::pieces(uint64_t offset, size_t len, std::vector<iovec>& out) const {
+  out.clear();
+  size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), offset) -
+                                 starts_.begin());
+  for (i = i == 0 ? 0 : i - 1; len > 0 && i < segments_.size(); ++i) {
+    uint64_t inside = offset - starts_[i];
+    if (inside >= segments_[i].size) continue;
+    size_t n = static_cast<size_t>(std::min<uint64_t>(len, segments_[i].size - inside));
+    out.push_back({segments_[i].dst + inside, n});
+    offset += n;
+    len -= n;
+  }
+}
+
+void SegmentMap::scatter(uint64_t offset, const uint8_t* data, size_t size) const {
+  std::vector<iovec> iov;
+  pieces(offset, size, iov);
+  for (const iovec& v : iov) {
+    std::memcpy(v.iov_base, data, v.iov_len);
+    data += v.iov_len;
+  }
+}
+
+Result<size_t> chunk_count(const std::string& what, uint64_t size, size_t chunk_bytes,
+                           const json& sums) {
   if (chunk_bytes == 0) return make_error("CorruptCheckpoint", what + ": chunk size 0");
   const size_t chunks = size == 0 ? 1 : static_cast<size_t>((size + chunk_bytes - 1) / chunk_bytes);
   if (!sums.is_array() || sums.size() != chunks) {
     return make_error("CorruptCheckpoint", what + ": chunk count differs");
   }
+  return chunks;
+}
+
+Error chunk_fails(const std::string& what, size_t chunk, size_t chunk_bytes) {
+  return make_error("CorruptCheckpoint", fmt::format("{}: chunk {} (bytes {}..) fails its checksum",
+                                                     what, chunk, chunk * uint64_t{chunk_bytes}));
+}
+
+Status read_verified(const std::filesystem::path& path, uint64_t size, size_t chunk_bytes,
+                     const json& sums, const std::vector<Segment>& segments) {
+  auto counted = chunk_count(path.string(), size, chunk_bytes, sums);
+  if (!counted) return counted.error();
+  const size_t chunks = *counted;
   // The page cache's readahead keeps the disk busy between reads: measured faster here
   // than O_DIRECT reads, even several in flight (bench/ckpt). The pages left behind are
   // clean, so the kernel takes them back at no cost when memory is wanted. Each stream

@@ -4,6 +4,8 @@
 // reads through the page cache, whose readahead beat O_DIRECT reads here.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -25,6 +27,32 @@ struct Segment {
   uint8_t* dst;
   size_t size;
 };
+
+// The caller's segments by the shard's file offsets they cover.
+class SegmentMap {
+ public:
+  explicit SegmentMap(const std::vector<Segment>& segments);
+
+  // Bytes the segments cover.
+  uint64_t size() const { return size_; }
+  // The pieces of the caller's memory that hold [offset, offset + len), in order, into out.
+  void pieces(uint64_t offset, size_t len, std::vector<iovec>& out) const;
+  // Copies `size` bytes of the shard, from `offset` on, to where they go.
+  void scatter(uint64_t offset, const uint8_t* data, size_t size) const;
+
+ private:
+  const std::vector<Segment>& segments_;
+  std::vector<uint64_t> starts_;  // each segment's first file offset
+  uint64_t size_ = 0;
+};
+
+// How many chunk_bytes chunks a shard of `size` bytes has (an empty one has one), when
+// `sums` holds a checksum for each; else why not, naming `what` (CorruptCheckpoint).
+Result<size_t> chunk_count(const std::string& what, uint64_t size, size_t chunk_bytes,
+                           const json& sums);
+
+// The error of a chunk whose bytes fail their checksum.
+Error chunk_fails(const std::string& what, size_t chunk, size_t chunk_bytes);
 
 // Reads the file at path (size bytes) into the segments (which cover it exactly, in
 // order), checking each chunk_bytes chunk against `sums` as its bytes arrive. Two streams
