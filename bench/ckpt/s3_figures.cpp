@@ -7,6 +7,7 @@
 #include "train/ckpt/tiers.h"
 
 namespace endure::bench {
+
 Result<S3Figures> s3_figures(const std::filesystem::path& dir, int64_t step, const std::string& uri,
                              const std::vector<ckpt::MutableBuffer>& into, int rounds) {
   auto store = ckpt::S3Store::open(uri);

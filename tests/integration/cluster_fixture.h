@@ -113,8 +113,9 @@ class ClusterFixture : public ::testing::Test {
     spec["NodeRecovery"] = recovery;
     if (warm_spares_ > 0) spec["InstanceGroups"][1]["WarmSpares"] = warm_spares_;
     if (!lifecycle_source_.empty()) {
-      for (auto& g : spec["InstanceGroups"])
+      for (auto& g : spec["InstanceGroups"]) {
         g["LifeCycleConfig"]["SourceS3Uri"] = lifecycle_source_;
+      }
     }
     ASSERT_TRUE(e_->call("CreateCluster", spec).ok());
     ASSERT_EQ(e_->wait_status(name, {"InService"}, 180s), "InService");

@@ -3,7 +3,6 @@
 // disk), and re-make every step with the same loss.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -118,7 +117,7 @@ class LlamaAutoResume : public AutoResume {
     // A checkpoint of step 20 or later committed in the tier a resume will need first: its
     // write runs beside training at idle priority, and on a loaded machine it may still be
     // under way at step 25.
-    ASSERT_TRUE(wait_until([&] { return last_step() >= 25 && step_20_committed_(); }, 120s))
+    ASSERT_TRUE(wait_until([&] { return last_step() >= 25 && committed_from_20_(); }, 120s))
         << read_text(out_path) << read_text(log_path);
     crashed_ = node.empty() ? batch_host(job_) : node;
     ASSERT_FALSE(crashed_.empty());
@@ -152,7 +151,7 @@ class LlamaAutoResume : public AutoResume {
   // Where the trainer keeps its checkpoints, whether a step from 20 on is committed there,
   // and lines of the job script before srun (its environment).
   std::string ckpt_flags_ = "--ckpt-dir /fsx/ckpt";
-  std::function<bool()> step_20_committed_ = [this] {
+  std::function<bool()> committed_from_20_ = [this] {
     return std::filesystem::exists(fsx_ / "ckpt" / "step-000000000020" / "MANIFEST.json");
   };
   std::string job_environment_;
@@ -217,11 +216,10 @@ TEST_F(LlamaAutoResume, OnAnotherNodeTheStepIsReRunInPlace) {
 }
 
 // A cluster whose lifecycle scripts come from an S3 bucket (SourceS3Uri s3://..., endured
-// reaching the bucket through its S3 settings), and
-// endure-train keeping its checkpoints on the node's own disk (/local) with the S3 tier
-// behind it: the node crashes, endure replaces it from the same lifecycle snapshot, and the
-// replacement's disk is empty, so the trainer resumes from S3, every re-made step with the
-// first run's loss.
+// reaching the bucket through its S3 settings), and endure-train keeping its checkpoints on
+// the node's own disk (/local) with the S3 tier behind it: the node crashes, endure replaces
+// it from the same lifecycle snapshot, and the replacement's disk is empty, so the trainer
+// resumes from S3, every re-made step with the first run's loss.
 TEST_F(LlamaAutoResume, WithLifecycleAndCheckpointsInS3TheReplacementResumesFromTheBucket) {
   if (auto why = S3Server::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
   constexpr const char* kBucket = "endure-e2e";
@@ -261,13 +259,14 @@ TEST_F(LlamaAutoResume, WithLifecycleAndCheckpointsInS3TheReplacementResumesFrom
   ckpt_flags_ = std::string("--ckpt-dir /local/ckpt --ckpt-s3 s3://") + kBucket + "/train";
   // A save due while the bucket still takes an earlier one replaces it there: step 20 may
   // be skipped for 30.
-  step_20_committed_ = [&] {
-    auto objects = (*client)->list_objects(kBucket, "train/");
+  committed_from_20_ = [&] {
+    const std::string steps = "train/step-";  // then 12 digits, '/', the step's objects
+    auto objects = (*client)->list_objects(kBucket, steps);
     if (!objects) return false;
     for (const auto& o : *objects) {
       const auto manifest = o.key.find("/MANIFEST.json");
-      if (manifest != std::string::npos && o.key.compare(0, 11, "train/step-") == 0 &&
-          std::stoll(o.key.substr(11, manifest - 11)) >= 20) {
+      if (manifest != std::string::npos &&
+          std::stoll(o.key.substr(steps.size(), manifest - steps.size())) >= 20) {
         return true;
       }
     }
