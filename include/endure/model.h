@@ -186,11 +186,12 @@ class AdamW {
   // As update(), but out of place: reads the parameters from `params` and the moments from
   // m() and v(), and writes the new ones to next (size() floats each), whose m and v
   // become m() and v(). The memory read is left as it was: the state before the step, bit
-  // for bit. With `written`: each thread of the update writes one contiguous range of the
-  // buffers in pieces, in increasing order, and for each piece calls written(thread, begin,
-  // end, values): the floats [begin, end) of next.p, next.m and next.v are final, and
-  // values holds a copy of them still in cache (a checkpoint takes its checksums there).
-  // The piece then goes to `next` with stores that bypass the cache.
+  // for bit. `next` is written with stores that bypass the cache, so that the update moves
+  // no more memory than in place. Each thread of the update writes one contiguous range of
+  // the buffers in pieces, in increasing order; with `written`, it calls written(thread,
+  // begin, end, values) for each piece: the floats [begin, end) of next.p, next.m and next.v
+  // are final, and values holds a copy of them still in cache (a checkpoint takes its
+  // checksums there).
   using Written = std::function<void(int thread, size_t begin, size_t end, AdamWSlice values)>;
   void update_into(const float* params, const float* grads, float lr, AdamWSlice next,
                    const Written& written = {});
@@ -211,7 +212,7 @@ class AdamW {
   float* m_;
   float* v_;
   bool own_moments_ = true;     // until update_into() moves them into the caller's memory
-  std::vector<float> scratch_;  // update_into() with `written`: each thread's pieces
+  std::vector<float> scratch_;  // update_into(): each thread's pieces
   void run(AdamWSlice out, AdamWSlice in, const float* grads, float lr, const Written& written);
   std::vector<std::pair<size_t, size_t>> decay_ranges_;  // [begin, end) that decay
   std::vector<std::pair<size_t, size_t>> plain_ranges_;  // the rest

@@ -5,8 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <mutex>
 
 namespace endure::model {
 namespace {
@@ -343,6 +346,55 @@ TEST(AdamW, FirstStepMovesByLr) {
     EXPECT_NEAR(p[i], 1 - 0.01f * (g[i] > 0 ? 1 : -1), 1e-6) << i;
     EXPECT_NEAR(opt.m()[i], 0.1f * g[i], 1e-7);
     EXPECT_NEAR(opt.v()[i], 0.05f * g[i] * g[i], 1e-7);
+  }
+}
+
+// Out of place (a checkpoint's slot), in streamed pieces, with or without `written`: the
+// same floats as in place, whatever the buffers' alignment and the tensors' boundaries.
+TEST(AdamW, OutOfPlaceInPiecesIsInPlaceBitForBit) {
+  // matrices (decayed) and norms (not) in turns, 3 pieces and more, a size of no round number
+  const std::vector<ParamView> views = {{"a.weight", 0, {101}},
+                                        {"b", 101, {97, 130}},
+                                        {"c.weight", 12711, {33}},
+                                        {"d", 12744, {120, 99}},
+                                        {"e.weight", 24624, {13}}};
+  const size_t n = 24637;
+  std::vector<float> g(n);
+  for (size_t i = 0; i < n; i++) g[i] = std::sin(0.37f * static_cast<float>(i)) * 1e-2f;
+  for (size_t shift : {0u, 1u, 4u, 7u}) {  // floats: the slot's header puts its buffers at 16 bytes
+    std::vector<float> p(n);
+    for (size_t i = 0; i < n; i++) p[i] = std::cos(0.11f * static_cast<float>(i));
+    AdamW in_place(AdamWConfig{}, n, views), out_of_place(AdamWConfig{}, n, views);
+    // Three sets of state taking turns, each in one block at `shift` floats past a line.
+    std::vector<float> sets(3 * (3 * n + 16) + 16);
+    float* base = sets.data() + (16 - reinterpret_cast<uintptr_t>(sets.data()) % 64 / 4) % 16;
+    auto set = [&](int k) {
+      float* b = base + k * (3 * n + 16) + shift;
+      return AdamWSlice{b, b + n, b + 2 * n};
+    };
+    std::copy(p.begin(), p.end(), set(0).p);
+    out_of_place.use_moments(set(0).m, set(0).v);
+    std::fill(set(0).m, set(0).m + 2 * n, 0.0f);
+    for (int step = 0; step < 4; step++) {
+      in_place.update(p.data(), g.data(), 1e-2f);
+      const AdamWSlice from = set(step % 3), to = set((step + 1) % 3);
+      std::vector<int> seen(n, 0);
+      std::mutex mu;
+      AdamW::Written written = [&](int, size_t b, size_t e, AdamWSlice values) {
+        std::lock_guard lock(mu);
+        for (size_t i = b; i < e; i++) {
+          ++seen[i];
+          EXPECT_EQ(std::memcmp(&values.p[i - b], &to.p[i], sizeof(float)), 0) << i;
+        }
+      };
+      out_of_place.update_into(from.p, g.data(), 1e-2f, to, step % 2 ? written : AdamW::Written());
+      if (step % 2) {
+        EXPECT_EQ(std::count(seen.begin(), seen.end(), 1), static_cast<long>(n));
+      }
+      ASSERT_EQ(std::memcmp(to.p, p.data(), n * sizeof(float)), 0) << "shift " << shift;
+      ASSERT_EQ(std::memcmp(to.m, in_place.m(), n * sizeof(float)), 0) << "shift " << shift;
+      ASSERT_EQ(std::memcmp(to.v, in_place.v(), n * sizeof(float)), 0) << "shift " << shift;
+    }
   }
 }
 

@@ -6,10 +6,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
+#include "train/model/adamw_kernel.h"
 #include "train/model/parallel.h"
 
 namespace endure::model {
@@ -89,23 +89,17 @@ void CpuBackend::scale(float* x, size_t n, float factor) {
   for (size_t i = 0; i < n; i++) x[i] *= factor;
 }
 
-// PyTorch's AdamW step, elementwise (see include/endure/model.h)
+// PyTorch's AdamW step, elementwise (see include/endure/model.h), each thread on its block.
 void CpuBackend::adamw(AdamWSlice out, AdamWSlice in, const float* g, size_t n, float lr,
                        float beta1, float beta2, float eps, float weight_decay, float bc1,
                        float bc2_sqrt) {
-  const float decay = 1.0f - lr * weight_decay;
-  const float step_size = lr / bc1;
-  const float *p = in.p, *m = in.m, *v = in.v;
-  float *po = out.p, *mo = out.m, *vo = out.v;
-  // Element i reads only index i of `in` before writing index i of `out`: in place is safe.
-#pragma omp parallel for simd schedule(static)
-  for (size_t i = 0; i < n; i++) {
-    float mi = beta1 * m[i] + (1.0f - beta1) * g[i];
-    float vi = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
-    mo[i] = mi;
-    vo[i] = vi;
-    float denom = std::sqrt(vi) / bc2_sqrt + eps;
-    po[i] = p[i] * decay - step_size * mi / denom;
+  const AdamWScalars s = adamw_scalars(lr, beta1, beta2, eps, weight_decay, bc1, bc2_sqrt);
+#pragma omp parallel
+  {
+    const Range r = split(static_cast<long>(n), omp_get_num_threads(), omp_get_thread_num(), 16);
+    const size_t b = static_cast<size_t>(r.begin);
+    adamw_range({out.p + b, out.m + b, out.v + b}, {in.p + b, in.m + b, in.v + b}, g + b,
+                static_cast<size_t>(r.size()), s);
   }
 }
 
