@@ -12,15 +12,17 @@
 #   a checkpoint every step (memory tier, then disk; on one rank the state lives in the
 #     checkpoint's slots and each save copies nothing, its checksums taken as AdamW writes
 #     it; a save due while the disk still writes goes to memory alone) against none:
-#     wall-clock tokens/s over the timed steps, the saves' stalls included, runs in the
-#     order none, every, every, none each round (the machine drifts within a round), with
-#     the stall per save, what training waited for a slot and how many saves went to
-#     memory alone                                                 target: cost <= 1 %
+#     wall-clock tokens/s over the timed steps, the saves' stalls included, in blocks of
+#     runs in the order none, every, every, none (the machine drifts by several % within
+#     minutes: a block cancels a steady drift), EVERY_BLOCKS blocks a round, the cost the
+#     median of every block's; with the stall per save, what training waited for a slot
+#     and how many saves went to memory alone                      target: cost <= 1 %
 #
 #   bash bench/train/run.sh            # batch 8, seq 256, 12 timed steps, 3 rounds
 #   bash bench/train/run.sh --smoke    # batch 2, 3 steps, 1 round: checks the bench works
 # Env: THREADS (default: every core), BATCH, STEPS, REPEAT (rounds; ours and torch's
-# alternate, medians compared), BENCH_DIR (default /var/tmp/endure-bench-train-PID).
+# alternate, medians compared), EVERY_BLOCKS (default 3), BENCH_DIR (default
+# /var/tmp/endure-bench-train-PID).
 # Prints a table, and as its very last line one JSON object with every figure and ratio.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,8 +30,9 @@ threads=${THREADS:-$(nproc)}
 batch=${BATCH:-8}
 steps=${STEPS:-12}
 repeat=${REPEAT:-3}
+blocks=${EVERY_BLOCKS:-3}
 warmup=2
-if [ "${1:-}" = "--smoke" ]; then batch=2 steps=3 repeat=1 warmup=1; fi
+if [ "${1:-}" = "--smoke" ]; then batch=2 steps=3 repeat=1 warmup=1 blocks=1; fi
 for b in endure-train endure-data endure-model-bench; do
   [ -x "build/bin/$b" ] || { echo "run.sh: no build/bin/$b: run scripts/setup.sh first" >&2; exit 2; }
 done
@@ -84,18 +87,21 @@ for round in $(seq "$repeat"); do
   rm -rf "$dir/ckpt-$round"
   train_figures "$dir/train.jsonl" | sed 's/^{/{"kind": "endure", /' >>"$results"
   # No checkpoint and one every step (memory tier in /dev/shm, the disk behind it), in
-  # the order none, every, every, none: a drift within the round cancels in the pair.
-  for every in 0 1 1 0; do
-    ckpt=()
-    memory=/dev/shm/endure-bench-train-$$-$round
-    if [ "$every" = 1 ]; then
-      ckpt=(--ckpt-dir "$dir/every-$round" --ckpt-memory "$memory" --ckpt-every 1 --keep-last 1)
-    fi
-    timeout 900 build/bin/endure-train --data "$dir/data" --model stories15M --vocab-size 32000 \
-      --batch "$batch" --steps $((warmup + steps)) --warmup 1 --eval-every 0 --threads "$threads" \
-      "${ckpt[@]}" >"$dir/every.jsonl"
-    rm -rf "$dir/every-$round" "$memory"
-    train_figures "$dir/every.jsonl" | sed "s/^{/{\"kind\": \"every$every\", \"round\": $round, /" >>"$results"
+  # blocks in the order none, every, every, none: a drift within a block cancels in it.
+  for block in $(seq "$blocks"); do
+    for every in 0 1 1 0; do
+      ckpt=()
+      memory=/dev/shm/endure-bench-train-$$-$round
+      if [ "$every" = 1 ]; then
+        ckpt=(--ckpt-dir "$dir/every-$round" --ckpt-memory "$memory" --ckpt-every 1 --keep-last 1)
+      fi
+      timeout 900 build/bin/endure-train --data "$dir/data" --model stories15M --vocab-size 32000 \
+        --batch "$batch" --steps $((warmup + steps)) --warmup 1 --eval-every 0 --threads "$threads" \
+        "${ckpt[@]}" >"$dir/every.jsonl"
+      rm -rf "$dir/every-$round" "$memory"
+      train_figures "$dir/every.jsonl" |
+        sed "s/^{/{\"kind\": \"every$every\", \"block\": \"$round.$block\", /" >>"$results"
+    done
   done
   timeout 900 /usr/bin/python3 tests/train/llama_reference.py --bench --preset stories15M \
     --batch "$batch" --threads "$threads" --steps "$steps" --warmup "$warmup" |
@@ -116,16 +122,17 @@ fpt = ours[0]["flops_per_token"]
 mfu = ours_tps * fpt / 1e9 / sgemm
 torch_mfu = torch_tps * fpt / 1e9 / sgemm
 stall = med(ours, "ckpt_stall_s") if all("ckpt_stall_s" in r for r in ours) else None
-# A checkpoint every step against none, paired by round (each the mean of its two runs):
-# the machine drifts between rounds.
-def by_round(kind, key="train_tokens_per_s"):
+# A checkpoint every step against none, paired by block (each the mean of its two runs):
+# the machine drifts between blocks.
+def by_block(kind, key="train_tokens_per_s"):
     out = {}
     for r in rows:
         if r["kind"] == kind:
-            out.setdefault(r["round"], []).append(r[key])
+            out.setdefault(r["block"], []).append(r[key])
     return {k: statistics.mean(v) for k, v in out.items()}
-none, each = by_round("every0", "wall_tokens_per_s"), by_round("every1", "wall_tokens_per_s")
-every_cost = statistics.median(1 - each[k] / none[k] for k in none if k in each)
+none, each = by_block("every0", "wall_tokens_per_s"), by_block("every1", "wall_tokens_per_s")
+block_costs = [1 - each[k] / none[k] for k in none if k in each]
+every_cost = statistics.median(block_costs)
 every_rows = [r for r in rows if r["kind"] == "every1"]
 copy_wait = statistics.median(r["copy_wait_s"] for r in every_rows)
 every_stall = statistics.median(r["ckpt_stall_s"] for r in every_rows if "ckpt_stall_s" in r)
@@ -150,6 +157,8 @@ print(f"a checkpoint every step (memory tier, the state kept in place): {statist
 print(f"  per save: a stall of {every_stall * 1e3:.1f} ms = {every_stall / every_step_s:.1%} of a step; "
       f"waits for the state's memory before the optimizer step: {copy_wait * 1e3:.2f} ms a step; "
       f"saves to the memory tier alone (disk busy): {memory_only} of {saves_total}")
+print(f"  cost per block of runs (none, every, every, none): "
+      f"{' '.join(f'{c:+.1%}' for c in block_costs)}")
 print(json.dumps({"bench": "train", "preset": "stories15M", "batch": batch, "seq": 256,
                   "threads": threads, "rounds": len(ours), "endure_tokens_per_s": round(ours_tps, 1),
                   "torch_tokens_per_s": round(torch_tps, 1), "ratio_vs_torch": round(ratio, 3),
@@ -159,6 +168,7 @@ print(json.dumps({"bench": "train", "preset": "stories15M", "batch": batch, "seq
                   "tokens_per_s_ckpt_every_0": round(statistics.median(none.values()), 1),
                   "tokens_per_s_ckpt_every_1": round(statistics.median(each.values()), 1),
                   "ckpt_every_step_cost": round(every_cost, 4),
+                  "ckpt_every_step_cost_blocks": [round(c, 4) for c in block_costs],
                   "ckpt_every_step_copy_wait_s": round(copy_wait, 5),
                   "ckpt_every_step_stall_s": round(every_stall, 5),
                   "ckpt_every_step_saves": saves_total, "ckpt_every_step_saves_memory_only": memory_only,
