@@ -12,17 +12,17 @@
 #   a checkpoint every step (memory tier, then disk; on one rank the state lives in the
 #     checkpoint's slots and each save copies nothing, its checksums taken as AdamW writes
 #     it; a save due while the disk still writes goes to memory alone) against none:
-#     wall-clock tokens/s over the timed steps, the saves' stalls included, in blocks of
-#     runs in the order none, every, every, none (the machine drifts by several % within
-#     minutes: a block cancels a steady drift), EVERY_BLOCKS blocks a round, the cost the
-#     median of every block's; with the stall per save, what training waited for a slot
-#     and how many saves went to memory alone                      target: cost <= 1 %
+#     wall-clock tokens/s, the saves' stalls included, of two runs that take turns a step
+#     at a time (bench/train/interleave.py: a step's time drifts by several % within a
+#     minute here, and whole runs one after the other could not resolve 1 %), each run
+#     once as the one started first; with the stall per save, what training waited for a
+#     slot and how many saves went to memory alone                  target: cost <= 1 %
 #
 #   bash bench/train/run.sh            # batch 8, seq 256, 12 timed steps, 3 rounds
 #   bash bench/train/run.sh --smoke    # batch 2, 3 steps, 1 round: checks the bench works
 # Env: THREADS (default: every core), BATCH, STEPS, REPEAT (rounds; ours and torch's
-# alternate, medians compared), EVERY_BLOCKS (default 3), BENCH_DIR (default
-# /var/tmp/endure-bench-train-PID).
+# alternate, medians compared), EVERY_TURNS (default 40: the steps of each of two runs
+# taking turns), BENCH_DIR (default /var/tmp/endure-bench-train-PID).
 # Prints a table, and as its very last line one JSON object with every figure and ratio.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,9 +30,9 @@ threads=${THREADS:-$(nproc)}
 batch=${BATCH:-8}
 steps=${STEPS:-12}
 repeat=${REPEAT:-3}
-blocks=${EVERY_BLOCKS:-3}
+turns=${EVERY_TURNS:-40}
 warmup=2
-if [ "${1:-}" = "--smoke" ]; then batch=2 steps=3 repeat=1 warmup=1 blocks=1; fi
+if [ "${1:-}" = "--smoke" ]; then batch=2 steps=3 repeat=1 warmup=1 turns=3; fi
 for b in endure-train endure-data endure-model-bench; do
   [ -x "build/bin/$b" ] || { echo "run.sh: no build/bin/$b: run scripts/setup.sh first" >&2; exit 2; }
 done
@@ -72,6 +72,8 @@ out = {"train_tokens_per_s": statistics.median(l["tokens_per_s"] for l in steps)
        "train_loss_last": steps[-1]["loss"]}
 if stalls:
     out["ckpt_stall_s"] = statistics.mean(stalls)
+    # Robust to the few saves a run taking turns is stopped in (interleave.py).
+    out["ckpt_stall_median_s"] = statistics.median(stalls)
 print(json.dumps(out))
 PY
 }
@@ -86,22 +88,26 @@ for round in $(seq "$repeat"); do
     --ckpt-dir "$dir/ckpt-$round" --ckpt-every 2 --keep-last 1 >"$dir/train.jsonl"
   rm -rf "$dir/ckpt-$round"
   train_figures "$dir/train.jsonl" | sed 's/^{/{"kind": "endure", /' >>"$results"
-  # No checkpoint and one every step (memory tier in /dev/shm, the disk behind it), in
-  # blocks in the order none, every, every, none: a drift within a block cancels in it.
-  for block in $(seq "$blocks"); do
-    for every in 0 1 1 0; do
-      ckpt=()
-      memory=/dev/shm/endure-bench-train-$$-$round
-      if [ "$every" = 1 ]; then
-        ckpt=(--ckpt-dir "$dir/every-$round" --ckpt-memory "$memory" --ckpt-every 1 --keep-last 1)
-      fi
-      timeout 900 build/bin/endure-train --data "$dir/data" --model stories15M --vocab-size 32000 \
-        --batch "$batch" --steps $((warmup + steps)) --warmup 1 --eval-every 0 --threads "$threads" \
-        "${ckpt[@]}" >"$dir/every.jsonl"
-      rm -rf "$dir/every-$round" "$memory"
-      train_figures "$dir/every.jsonl" |
-        sed "s/^{/{\"kind\": \"every$every\", \"block\": \"$round.$block\", /" >>"$results"
-    done
+  # No checkpoint against one every step (memory tier in /dev/shm, the disk behind it), the
+  # two runs taking turns a step at a time (interleave.py), twice: each run once as the one
+  # started first, since the second runs faster by 1-2 % here whichever it is.
+  for first in 0 1; do
+    every=(--ckpt-dir "$dir/every-$round" --ckpt-memory "/dev/shm/endure-bench-train-$$-$round"
+      --ckpt-every 1 --keep-last 1)
+    run=(build/bin/endure-train --data "$dir/data" --model stories15M --vocab-size 32000
+      --batch "$batch" --steps $((warmup + turns)) --warmup 1 --eval-every 0 --threads "$threads")
+    if [ "$first" = 0 ]; then
+      runs=(-- "${run[@]}" --- "${run[@]}" "${every[@]}")
+      out=b
+    else
+      runs=(-- "${run[@]}" "${every[@]}" --- "${run[@]}")
+      out=a
+    fi
+    pair=$(timeout 900 python3 bench/train/interleave.py --turns "$turns" --warmup "$warmup" \
+      --out-a "$dir/a.jsonl" --out-b "$dir/b.jsonl" "${runs[@]}")
+    rm -rf "$dir/every-$round" "/dev/shm/endure-bench-train-$$-$round"
+    echo "$pair" | sed "s/^{/{\"kind\": \"turns\", \"round\": $round, \"every_first\": $first, /" >>"$results"
+    train_figures "$dir/$out.jsonl" | sed "s/^{/{\"kind\": \"every1\", \"round\": $round, /" >>"$results"
   done
   timeout 900 /usr/bin/python3 tests/train/llama_reference.py --bench --preset stories15M \
     --batch "$batch" --threads "$threads" --steps "$steps" --warmup "$warmup" |
@@ -109,7 +115,7 @@ for round in $(seq "$repeat"); do
 done
 
 python3 - "$results" "$batch" "$threads" <<'PY'
-import json, statistics, sys
+import json, math, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 batch, threads = int(sys.argv[2]), int(sys.argv[3])
 sgemm = next(r for r in rows if r["kind"] == "sgemm")["sgemm_gflops"]
@@ -122,20 +128,23 @@ fpt = ours[0]["flops_per_token"]
 mfu = ours_tps * fpt / 1e9 / sgemm
 torch_mfu = torch_tps * fpt / 1e9 / sgemm
 stall = med(ours, "ckpt_stall_s") if all("ckpt_stall_s" in r for r in ours) else None
-# A checkpoint every step against none, paired by block (each the mean of its two runs):
-# the machine drifts between blocks.
-def by_block(kind, key="train_tokens_per_s"):
-    out = {}
-    for r in rows:
-        if r["kind"] == kind:
-            out.setdefault(r["block"], []).append(r[key])
-    return {k: statistics.mean(v) for k, v in out.items()}
-none, each = by_block("every0", "wall_tokens_per_s"), by_block("every1", "wall_tokens_per_s")
-block_costs = [1 - each[k] / none[k] for k in none if k in each]
-every_cost = statistics.median(block_costs)
+# A checkpoint every step against none: each round's two pairs of runs taking turns, one
+# with each run started first; the ratios' geometric mean cancels the order's own effect.
+pairs = [r for r in rows if r["kind"] == "turns"]
+def every_ratio(r):  # tokens/s with a checkpoint every step / without
+    if r["every_first"]:
+        return r["tokens_per_s_a"] / r["tokens_per_s_b"]
+    return r["tokens_per_s_b"] / r["tokens_per_s_a"]
+def geomean(xs):
+    return math.exp(statistics.mean(math.log(x) for x in xs))
+round_costs = [1 - geomean([every_ratio(r) for r in pairs if r["round"] == k])
+               for k in sorted({r["round"] for r in pairs})]
+every_cost = 1 - geomean([every_ratio(r) for r in pairs])
+none_tps = geomean([r["tokens_per_s_b"] if r["every_first"] else r["tokens_per_s_a"] for r in pairs])
+each_tps = none_tps * (1 - every_cost)
 every_rows = [r for r in rows if r["kind"] == "every1"]
 copy_wait = statistics.median(r["copy_wait_s"] for r in every_rows)
-every_stall = statistics.median(r["ckpt_stall_s"] for r in every_rows if "ckpt_stall_s" in r)
+every_stall = statistics.median(r["ckpt_stall_median_s"] for r in every_rows if "ckpt_stall_s" in r)
 every_step_s = statistics.median(r["train_step_s"] for r in every_rows)
 memory_only = sum(r["saves_memory_only"] for r in every_rows)
 saves_total = sum(r["saves"] for r in every_rows)
@@ -151,24 +160,26 @@ print(f"endure-train / torch: {ratio:.2f}x (target >= 1.5x: {'met' if ratio >= 1
 if stall is not None:
     print(f"checkpoint stall (weights + AdamW moments, every 2nd step): {stall * 1e3:.1f} ms "
           f"= {stall / step_s:.1%} of a {step_s:.2f} s step")
-print(f"a checkpoint every step (memory tier, the state kept in place): {statistics.median(each.values()):.0f} "
-      f"tokens/s against {statistics.median(none.values()):.0f} with none: cost {every_cost:.1%} "
+print(f"a checkpoint every step (memory tier, the state kept in place): {each_tps:.0f} "
+      f"tokens/s against {none_tps:.0f} with none, two runs taking turns a step at a time "
+      f"({len(pairs)} pairs of {pairs[0]['turns']} steps each): cost {every_cost:.2%} "
       f"(target <= 1 %: {'met' if every_cost <= 0.01 else 'not met'})")
 print(f"  per save: a stall of {every_stall * 1e3:.1f} ms = {every_stall / every_step_s:.1%} of a step; "
       f"waits for the state's memory before the optimizer step: {copy_wait * 1e3:.2f} ms a step; "
       f"saves to the memory tier alone (disk busy): {memory_only} of {saves_total}")
-print(f"  cost per block of runs (none, every, every, none): "
-      f"{' '.join(f'{c:+.1%}' for c in block_costs)}")
+print(f"  cost per round: {' '.join(f'{c:+.2%}' for c in round_costs)}; per pair (none started "
+      f"first, then second): {' '.join(f'{1 - every_ratio(r):+.2%}' for r in pairs)}")
 print(json.dumps({"bench": "train", "preset": "stories15M", "batch": batch, "seq": 256,
                   "threads": threads, "rounds": len(ours), "endure_tokens_per_s": round(ours_tps, 1),
                   "torch_tokens_per_s": round(torch_tps, 1), "ratio_vs_torch": round(ratio, 3),
                   "sgemm_gflops": round(sgemm, 1), "endure_mfu": round(mfu, 4),
                   "torch_mfu": round(torch_mfu, 4), "flops_per_token": fpt,
                   "ckpt_stall_s": stall, "step_s": step_s, "target_met": ratio >= 1.5,
-                  "tokens_per_s_ckpt_every_0": round(statistics.median(none.values()), 1),
-                  "tokens_per_s_ckpt_every_1": round(statistics.median(each.values()), 1),
+                  "tokens_per_s_ckpt_every_0": round(none_tps, 1),
+                  "tokens_per_s_ckpt_every_1": round(each_tps, 1),
                   "ckpt_every_step_cost": round(every_cost, 4),
-                  "ckpt_every_step_cost_blocks": [round(c, 4) for c in block_costs],
+                  "ckpt_every_step_cost_rounds": [round(c, 4) for c in round_costs],
+                  "ckpt_every_step_cost_pairs": [round(1 - every_ratio(r), 4) for r in pairs],
                   "ckpt_every_step_copy_wait_s": round(copy_wait, 5),
                   "ckpt_every_step_stall_s": round(every_stall, 5),
                   "ckpt_every_step_saves": saves_total, "ckpt_every_step_saves_memory_only": memory_only,
