@@ -60,11 +60,7 @@ start = next(l for l in lines if l.get("start"))
 steps = [l for l in lines if "loss" in l][int(sys.argv[2]):]
 saves = [l for l in lines if "checkpoint" in l]
 stalls = [l["stall_ms"] / 1e3 for l in saves]
-# Wall-clock tokens/s over the timed steps: what the saves between them cost counts too.
-tokens = start["tokens_per_step"] * (len(steps) - 1)
-wall = steps[-1]["elapsed_s"] - steps[0]["elapsed_s"]
 out = {"train_tokens_per_s": statistics.median(l["tokens_per_s"] for l in steps),
-       "wall_tokens_per_s": tokens / wall,
        "copy_wait_s": statistics.mean(l.get("ckpt_copy_wait_ms", 0) / 1e3 for l in steps),
        "saves": len(saves), "saves_memory_only": sum(l.get("tiers") == "memory" for l in saves),
        "train_step_s": statistics.median(l["step_ms"] / 1e3 for l in steps),
