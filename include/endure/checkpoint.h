@@ -79,6 +79,12 @@ struct Options {
   // configuration (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ..., or the shared credentials
   // file). Retention there is keep_last and keep_every, as in dir.
   std::string s3{};
+  // The share of the time the disk tiers may spend writing, in (0, 1]: after a disk write
+  // that took T seconds, disk_busy() stays true T x (1 / disk_duty - 1) seconds more, so a
+  // caller saving every step (to the memory tier while the disk is busy) leaves the disk,
+  // and the cycles and memory bandwidth its writes take, idle the rest of the time. 1: no
+  // rest, every save the disk keeps up with is written to it.
+  double disk_duty = 1;
 };
 
 // Where a save goes: every tier, or the memory tier alone (while the disk tiers are still
@@ -175,9 +181,10 @@ class Checkpointer {
   // save_in_place().
   void state_written(int thread, const void* data, size_t bytes, const void* copy = nullptr);
 
-  // Whether a save's disk tiers (local disk, shared folder) are still to be written: a
-  // save to every tier now would wait behind it or queue. Ranks must agree on a save's
-  // tiers (rank 0 commits only steps every rank wrote): a trainer reduces this over them.
+  // Whether a save's disk tiers (local disk, shared folder) are still to be written (a
+  // save to every tier now would wait behind it or queue), or rest after the last write
+  // (Options::disk_duty). Ranks must agree on a save's tiers (rank 0 commits only steps
+  // every rank wrote): a trainer reduces this over them.
   bool disk_busy() const;
 
   // Sizes both staging slots for saves of `bytes` (the buffers together) in the background,

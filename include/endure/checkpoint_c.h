@@ -59,6 +59,11 @@ typedef struct {
    * file). A malformed URI, or no configuration found, is ENDURE_CKPT_EINVAL with an error
    * naming "s3", before any folder is made. */
   const char* s3;
+  /* The share of the time the disk tiers may spend writing, in (0, 1] (0: 1, no rest):
+   * after a disk write of T seconds, endure_ckpt_disk_busy says 1 for T x (1 / disk_duty -
+   * 1) seconds more (Options::disk_duty in checkpoint.h). Outside [0, 1]: ENDURE_CKPT_EINVAL
+   * naming "disk_duty". */
+  double disk_duty;
 } endure_ckpt_options;
 endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* options, endure_ckpt** out);
 /* Waits for a save in flight and frees the handle. NULL is allowed. */
@@ -93,8 +98,8 @@ endure_ckpt_status endure_ckpt_next_state(endure_ckpt* c, const char* const* nam
  * (memory_only 1: the memory tier alone, as endure_ckpt_save_overlapped_memory). */
 endure_ckpt_status endure_ckpt_save_in_place(endure_ckpt* c, int64_t step, const char* user_json,
                                              int memory_only);
-/* 1 while a save's disk tiers (local disk, shared folder) are still to be written, else 0
- * (and 0 for NULL). */
+/* 1 while a save's disk tiers (local disk, shared folder) are still to be written or rest
+ * after their last write (disk_duty), else 0 (and 0 for NULL). */
 int endure_ckpt_disk_busy(const endure_ckpt* c);
 /* Writes the newest save to the disk tiers when it went to the memory tier alone, then
  * waits as endure_ckpt_wait: what a run ends with. */

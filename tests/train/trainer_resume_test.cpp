@@ -203,6 +203,30 @@ TEST_F(TrainerResume, EveryStepWithTheMemoryTierTheSameHolds) {
   kill_and_resume(13, 6, {"--ckpt-memory", (memory.path / "{run}").string()}, "1");
 }
 
+// ckpt_disk_duty: with the disk tiers resting 99 times as long as each write, most saves of
+// a run saving every step go to memory alone, the log says which, and the run's end still
+// puts its last step on disk.
+TEST_F(TrainerResume, ADiskThatRestsLeavesTheSavesBetweenToTheMemoryTier) {
+  TempDir root("endure-train-duty");
+  MemoryTier memory(root);
+  auto log = root.path() / "log";
+  ASSERT_EQ(
+      run(train_args(root.path() / "ckpt",
+                     {"--ckpt-memory", (memory.path / "ckpt").string(), "--ckpt-disk-duty", "0.01"},
+                     "1"),
+          log),
+      0)
+      << read_text(log.string() + ".err");
+  int memory_only = 0, behind = 0;
+  for (const auto& j : json_lines(log)) {
+    if (j.value("tiers", "") == "memory") ++memory_only;
+    if (j.contains("checkpoint_disk_behind")) ++behind;
+  }
+  EXPECT_GT(memory_only, kSteps / 2);
+  EXPECT_GT(behind, 0);
+  EXPECT_EQ(final_state(root.path() / "ckpt").step, kSteps);
+}
+
 TEST_F(TrainerResume, ACheckpointOfAnotherModelIsRefused) {
   TempDir root("endure-train-other");
   auto log = root.path() / "log";

@@ -93,7 +93,7 @@ int main(void) {
    * (half a second here) the step is given up and wait() says why. */
   char two[160];
   snprintf(two, sizeof two, "%s/two", dir);
-  endure_ckpt_options two_ranks = {two, NULL, NULL, 0, 2, 3, 0, 0.5, NULL};
+  endure_ckpt_options two_ranks = {two, NULL, NULL, 0, 2, 3, 0, 0.5, NULL, 0};
   CHECK(endure_ckpt_open_with(&two_ranks, &c) == ENDURE_CKPT_OK);
   CHECK(endure_ckpt_save(c, 1, buffers, 2, NULL) == ENDURE_CKPT_OK);
   CHECK(endure_ckpt_wait(c) == ENDURE_CKPT_ETIMEOUT);
@@ -120,6 +120,12 @@ int main(void) {
   }
   CHECK(strstr(endure_ckpt_last_error(NULL), "bucket name") != NULL);
   with_s3.s3 = "";
+  /* disk_duty: 0 is the default; outside (0, 1] is refused naming it. */
+  with_s3.disk_duty = 1.5;
+  CHECK(endure_ckpt_open_with(&with_s3, &c) == ENDURE_CKPT_EINVAL);
+  CHECK(strstr(endure_ckpt_last_error(NULL), "disk_duty") != NULL);
+  CHECK(access(s3_local, F_OK) != 0);
+  with_s3.disk_duty = 0;
   CHECK(endure_ckpt_open_with(&with_s3, &c) == ENDURE_CKPT_OK);
   CHECK(strcmp(endure_ckpt_last_error(NULL), "") == 0);
   endure_ckpt_close(c);

@@ -3,6 +3,8 @@
 // the way, shared between threads.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "endure/checkpoint.h"
@@ -93,6 +95,45 @@ TEST(CheckpointDiskBehind, SavingEveryStepTheDiskFallsBehindAndTheNewestIsKept) 
   ASSERT_TRUE(loaded.ok());
   EXPECT_EQ(loaded->step, 12);
   EXPECT_EQ(loaded->buffers.at("state"), pattern(12, 1u << 20));
+}
+
+// disk_duty: after each disk write the disk tiers rest, disk_busy() saying so, for the
+// write's time x (1 / disk_duty - 1); a value outside (0, 1] is refused naming the field,
+// before any folder is made.
+TEST(CheckpointDiskBehind, TheDiskRestsAfterEachWriteForItsDuty) {
+  test::TempDir dir;
+  std::vector<uint8_t> state = pattern(1, 1u << 20);
+  const std::vector<Buffer> buffers = {{"state", state.data(), state.size()}};
+  {
+    // A rest of 999 times the write (several fsyncs): far longer than this check takes.
+    auto c = open_ok({.dir = dir.path() / "rarely",
+                      .memory_dir = dir.path() / "shm-rarely",
+                      .disk_duty = 0.001});
+    ASSERT_TRUE(c->save(1, buffers).ok());
+    ASSERT_TRUE(c->wait().ok());
+    EXPECT_TRUE(on_shared({.dir = dir.path() / "rarely"}, 1));
+    EXPECT_TRUE(c->disk_busy()) << "written, then resting";
+  }
+  auto c = open_ok(
+      {.dir = dir.path() / "half", .memory_dir = dir.path() / "shm-half", .disk_duty = 0.5});
+  ASSERT_TRUE(c->save(1, buffers).ok());
+  ASSERT_TRUE(c->wait().ok());
+  // The rest ends, as long after the write as the write took.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (c->disk_busy() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_FALSE(c->disk_busy());
+
+  for (double duty : {0.0, -0.5, 1.5, std::nan("")}) {
+    auto refused = Checkpointer::open({.dir = dir.path() / "refused", .disk_duty = duty});
+    ASSERT_FALSE(refused.ok()) << duty;
+    EXPECT_EQ(refused.error().code, "ValidationException");
+    EXPECT_NE(refused.error().message.find("disk_duty: a share of the time in (0, 1]"),
+              std::string::npos)
+        << refused.error().message;
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "refused"));
+  }
 }
 
 // Two ranks of one node share the memory tier's slot folders: however far each one's disk

@@ -90,6 +90,8 @@ SLURM_JOB_ID=5 SLURM_PROCID=0 SLURM_NTASKS=3 expect_error \
 expect_error "each of 1 ranks 12 sequences a step: not a multiple of batch 5" \
   "${small[@]}" --global-batch 12 --batch 5 "${bad[@]}"
 expect_error "zero must be in [0, 3], got 4" "${small[@]}" --zero 4 "${bad[@]}"
+expect_error "ckpt_disk_duty must be in [0.01, 1], got 0" "${small[@]}" --ckpt-disk-duty 0 \
+  "${bad[@]}"
 SLURM_JOB_ID=5 SLURM_PROCID=3 SLURM_NTASKS=2 expect_error \
   "SLURM_PROCID 3 is not below SLURM_NTASKS 2" "${small[@]}" "${bad[@]}"
 

@@ -62,6 +62,7 @@ extern "C" endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* o
     if (options->commit_timeout_seconds > 0)
       o.commit_timeout_seconds = options->commit_timeout_seconds;
     if (options->s3) o.s3 = options->s3;
+    if (options->disk_duty != 0) o.disk_duty = options->disk_duty;
     auto c = endure::ckpt::Checkpointer::open(o);
     if (!c) return open_failed(c.error());
     *out = new endure_ckpt{std::move(*c), {}, {}};
@@ -75,7 +76,14 @@ extern "C" endure_ckpt_status endure_ckpt_open_tiered(const char* dir, const cha
                                                       const char* memory_dir, int rank, int world,
                                                       int keep_last, int keep_every,
                                                       endure_ckpt** out) {
-  endure_ckpt_options o = {dir, local_dir, memory_dir, rank, world, keep_last, keep_every, 0, {}};
+  endure_ckpt_options o{};  // every field after these: the default
+  o.dir = dir;
+  o.local_dir = local_dir;
+  o.memory_dir = memory_dir;
+  o.rank = rank;
+  o.world = world;
+  o.keep_last = keep_last;
+  o.keep_every = keep_every;
   return endure_ckpt_open_with(&o, out);
 }
 

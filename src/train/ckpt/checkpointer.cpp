@@ -124,6 +124,11 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
     return make_error("ValidationException", "keep_last/keep_every: must not be negative");
   }
   if (options.local_keep_last < 1) return make_error("ValidationException", "local_keep_last: at least 1");
+  if (!(options.disk_duty > 0 && options.disk_duty <= 1)) {
+    return make_error(
+        "ValidationException",
+        fmt::format("disk_duty: a share of the time in (0, 1], got {}", options.disk_duty));
+  }
   if (is_s3(options.dir)) {
     return make_error("ValidationException",
                       "dir: an s3:// prefix is the S3 tier (s3) behind a folder, not the folder itself");
@@ -193,6 +198,7 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
         if (job.checksums.empty()) job.checksums = chunk_checksums(slot.data(), slot.size(), o.chunk_bytes);
         persist_memory(o, job.step, job.user, job.layout, slot, job.checksums);
       }
+      const auto disk_start = std::chrono::steady_clock::now();
       Status s =
           job.disk ? persist_disk(o, job.step, job.user, job.layout, slot, std::move(job.checksums))
                    : Status();
@@ -201,7 +207,12 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
       if (s && job.disk && im.s3) im.s3->submit(job.step, job.user);
       lock.lock();
       if (!s && im.status) im.status = s;
-      if (job.disk) --im.disk_pending;
+      if (job.disk) {
+        --im.disk_pending;
+        const auto end = std::chrono::steady_clock::now();
+        im.disk_rest_until = end + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       (end - disk_start) * (1 / o.disk_duty - 1));
+      }
       im.writing = false;
       im.slot_busy[job.slot] = false;
       im.cv.notify_all();
@@ -271,7 +282,7 @@ void Checkpointer::join_copier() {
 
 bool Checkpointer::disk_busy() const {
   std::lock_guard lock(impl_->mu);
-  return impl_->disk_pending > 0;
+  return impl_->disk_pending > 0 || std::chrono::steady_clock::now() < impl_->disk_rest_until;
 }
 
 Status Checkpointer::check_tiers(Tiers tiers) const {

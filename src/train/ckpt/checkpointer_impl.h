@@ -2,6 +2,7 @@
 // buffers) and in_place.cpp (saves of a state the checkpointer holds) both work on.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -48,6 +49,8 @@ struct Checkpointer::Impl {
   int newest_slot = -1;  // the slot of the newest save (or, at open, the newest memory copy)
   int disk_pending = 0;  // saves whose disk tiers are not yet written
   int disk_slot = -1;    // the slot of the last save to every tier
+  // Until when the disk tiers rest after their last write (Options::disk_duty).
+  std::chrono::steady_clock::time_point disk_rest_until{};
   // The save each slot holds (step -1: none), for flush() to write a memory-only one to
   // the disk tiers.
   Job held[kSlots];

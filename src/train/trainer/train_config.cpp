@@ -94,6 +94,7 @@ const std::map<std::string, Field>& fields() {
       {"keep_every", integer(&TrainConfig::keep_every, 0, 1 << 30)},
       {"ckpt_local", path(&TrainConfig::ckpt_local)},
       {"ckpt_memory", path(&TrainConfig::ckpt_memory)},
+      {"ckpt_disk_duty", number(&TrainConfig::ckpt_disk_duty, 0.01f, 1)},
       {"ckpt_s3", path(&TrainConfig::ckpt_s3)},
       {"log", path(&TrainConfig::log)},
       {"zero", integer(&TrainConfig::zero, 0, 3)},
@@ -130,6 +131,9 @@ const std::map<std::string, std::string>& docs() {
       {"keep_every", "also keep each checkpoint whose step is a multiple of this (0: none)"},
       {"ckpt_local", "node-local disk tier in front of --ckpt-dir, a folder (empty: none)"},
       {"ckpt_memory", "memory tier in front of --ckpt-dir, a tmpfs folder (empty: none)"},
+      {"ckpt_disk_duty",
+       "with --ckpt-memory, the share of the time the disk tiers may spend writing, 0.01 to 1: "
+       "saves due while they write or rest go to the memory tier alone"},
       {"ckpt_s3",
        "S3 tier behind --ckpt-dir, s3://BUCKET/PREFIX, uploaded in the background (empty: "
        "none; configured from AWS_* variables or the shared credentials file)"},

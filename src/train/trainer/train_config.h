@@ -6,7 +6,7 @@
 //    "warmup": 100, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "threads": 0,
 //    "eval_every": 100, "eval_batches": 8,
 //    "ckpt_dir": "DIR", "ckpt_every": 100, "keep_last": 3, "keep_every": 0,
-//    "ckpt_local": "", "ckpt_memory": "", "ckpt_s3": "", "log": "",
+//    "ckpt_local": "", "ckpt_memory": "", "ckpt_disk_duty": 0.25, "ckpt_s3": "", "log": "",
 //    "zero": 0, "global_batch": 0, "bucket_mb": 8, "rendezvous": "", "comm_timeout": 120,
 //    "peak_tflops": 0}
 #pragma once
@@ -49,6 +49,9 @@ struct TrainConfig {
   int keep_every = 0;
   std::filesystem::path ckpt_local;   // node-local disk tier (optional)
   std::filesystem::path ckpt_memory;  // memory tier, a tmpfs folder (optional)
+  // With a memory tier, the share of the time the disk tiers may spend writing: a save due
+  // while they write or rest goes to the memory tier alone (ckpt::Options::disk_duty).
+  float ckpt_disk_duty = 0.25f;
   // The S3 tier behind ckpt_dir, s3://BUCKET/PREFIX (optional). ckpt_dir may itself be an
   // s3:// prefix: the checkpoints are then staged in ckpt_local (a temp folder when not
   // given), which every rank must see, and kept in S3.

@@ -171,6 +171,7 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
     o.keep_every = config.keep_every;
     o.local_dir = folders.local;
     o.memory_dir = config.ckpt_memory;
+    o.disk_duty = config.ckpt_disk_duty;
     o.s3 = folders.s3;
     auto ckpt = ckpt::Checkpointer::open(o);
     if (!ckpt.ok()) return make_error(ckpt.error().code, "ckpt_dir: " + ckpt.error().message);

@@ -70,9 +70,10 @@ Status Trainer::Impl::restore() {
 // Saves the current step unless it is saved already, its copy overlapped with the next
 // step's forward and backward (which only read the state; update() waits for the copy
 // before it writes), and logs the stall: how long training waited for the save to start.
-// With a memory tier, a save due while the disk tiers still write an earlier one goes to
-// the memory tier alone (on every rank alike: rank 0 commits only steps all ranks wrote),
-// so the disk falls behind rather than training waiting for it.
+// With a memory tier, a save due while the disk tiers still write an earlier one, or rest
+// after it (ckpt_disk_duty), goes to the memory tier alone (on every rank alike: rank 0
+// commits only steps all ranks wrote), so the disk falls behind rather than training
+// waiting for it or sharing the cores with it.
 Status Trainer::Impl::save_checkpoint() {
   if (saved_step == step) return Status::Ok();
   auto tiers = ckpt::Tiers::all;
@@ -98,8 +99,8 @@ Status Trainer::Impl::save_checkpoint() {
     emit({{"checkpoint_disk_behind",
            fmt::format(
                "steps {} to {} kept in the memory tier alone while the disk tiers wrote an earlier "
-               "step; step {} goes to every tier",
-               memory_only_since, step - 1, step)}});
+               "step or rested (ckpt_disk_duty {}); step {} goes to every tier",
+               memory_only_since, step - 1, config.ckpt_disk_duty, step)}});
     memory_only_since = -1;
   }
   return Status::Ok();
