@@ -183,6 +183,16 @@ int main(int argc, char** argv) {
         turns[m].push_back(seconds);
       }
     }
+    // Every turn too, in the order taken, so that a slow round shows which turns were slow.
+    std::string turn_fields;
+    for (int m = 0; m < 3; ++m) {
+      static const char* const kNames[] = {"restore", "read", "read_touched"};
+      turn_fields += std::string(", \"") + kNames[m] + "_turns_s\": [";
+      for (size_t i = 0; i < turns[m].size(); ++i) {
+        turn_fields += (i ? ", " : "") + std::to_string(turns[m][i]);
+      }
+      turn_fields += "]";
+    }
     const double restore_s = *std::min_element(turns[0].begin(), turns[0].end()),
                  read_s = *std::min_element(turns[1].begin(), turns[1].end()),
                  read_touched_s = *std::min_element(turns[2].begin(), turns[2].end());
@@ -225,10 +235,10 @@ int main(int argc, char** argv) {
         "{\"mib\": %zu, \"memcpy_s\": %.6f, \"stall_s\": %.6f, \"stall_vs_memcpy\": %.4f, "
         "\"persist_s\": %.6f, "
         "\"restore_s\": %.6f, \"read_s\": %.6f, \"read_touched_s\": %.6f, \"naive_s\": %.6f, "
-        "\"overlap_stall_s\": %.6f, \"overlap_stall_vs_memcpy\": %.4f%s}\n",
+        "\"overlap_stall_s\": %.6f, \"overlap_stall_vs_memcpy\": %.4f%s%s}\n",
         mib, median(memcpys), median(stalls), median(stall_ratios), median(persists), restore_s,
         read_s, read_touched_s, naive_s, median(overlap_stalls), median(overlap_ratios),
-        s3_fields.c_str());
+        turn_fields.c_str(), s3_fields.c_str());
     std::fflush(stdout);
   }
   return 0;

@@ -139,7 +139,8 @@ for line in open(sys.argv[1]):
     for k, v in j.items():
         if k != "mib":
             samples.setdefault(j["mib"], {}).setdefault(k, []).append(v)
-rows = {mib: dict({k: statistics.median(v) for k, v in d.items()}, mib=mib, rounds=len(d["dd_write_s"]))
+rows = {mib: dict({k: statistics.median(v) for k, v in d.items() if not k.endswith("_turns_s")},
+                 mib=mib, rounds=len(d["dd_write_s"]))
         for mib, d in samples.items()}
 out = {"bench": "ckpt", "sizes": []}
 print("checkpoint engine vs the machine's own limits, same disk, same run (seconds; GB/s = 1e9 B/s)")
@@ -174,6 +175,9 @@ for mib in sorted(rows):
                              restore_min_pct_of_read_touched=round(restore_touched_min_pct, 1),
                              restore_pct_of_read_touched_rounds=[round(100 * t / r, 1) for t, r in zip(d["read_touched_s"], d["restore_s"])],
                              restore_pct_of_read_rounds=[round(100 * t / r, 1) for t, r in zip(d["read_s"], d["restore_s"])],
+                             # Each round's five turns of each restore measure, in the order taken.
+                             **{k + "_rounds": [[round(t, 4) for t in ts] for ts in v]
+                                for k, v in d.items() if k.endswith("_turns_s")},
                              naive_vs_stall=round(r["naive_s"] / r["stall_s"], 1),
                              torch_save_vs_stall=round(r["torch_save_s"] / r["stall_s"], 1)))
 # The S3 rows: each round's own ratio (ours and aws s3 cp measured back to back), the aws

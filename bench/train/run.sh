@@ -62,6 +62,7 @@ saves = [l for l in lines if "checkpoint" in l]
 stalls = [l["stall_ms"] / 1e3 for l in saves]
 out = {"train_tokens_per_s": statistics.median(l["tokens_per_s"] for l in steps),
        "copy_wait_s": statistics.mean(l.get("ckpt_copy_wait_ms", 0) / 1e3 for l in steps),
+       "update_s": statistics.median(l["update_ms"] / 1e3 for l in steps),
        "saves": len(saves), "saves_memory_only": sum(l.get("tiers") == "memory" for l in saves),
        "train_step_s": statistics.median(l["step_ms"] / 1e3 for l in steps),
        "flops_per_token": start["flops_per_token"], "params": start["params"],
@@ -104,6 +105,8 @@ for round in $(seq "$repeat"); do
     rm -rf "$dir/every-$round" "/dev/shm/endure-bench-train-$$-$round"
     echo "$pair" | sed "s/^{/{\"kind\": \"turns\", \"round\": $round, \"every_first\": $first, /" >>"$results"
     train_figures "$dir/$out.jsonl" | sed "s/^{/{\"kind\": \"every1\", \"round\": $round, /" >>"$results"
+    none=$([ "$out" = a ] && echo b || echo a)
+    train_figures "$dir/$none.jsonl" | sed "s/^{/{\"kind\": \"every0\", \"round\": $round, /" >>"$results"
   done
   timeout 900 /usr/bin/python3 tests/train/llama_reference.py --bench --preset stories15M \
     --batch "$batch" --threads "$threads" --steps "$steps" --warmup "$warmup" |
@@ -143,6 +146,14 @@ copy_wait = statistics.median(r["copy_wait_s"] for r in every_rows)
 every_stall = statistics.median(r["ckpt_stall_median_s"] for r in every_rows if "ckpt_stall_s" in r)
 every_step_s = statistics.median(r["train_step_s"] for r in every_rows)
 memory_only = sum(r["saves_memory_only"] for r in every_rows)
+# Where a turn's extra time goes: the optimizer step (out of place, checksums taken as it
+# writes), the saves' stalls, and the rest (the forward and backward, the disk's writes).
+none_rows = [r for r in rows if r["kind"] == "every0"]
+turn_every = statistics.median(r["turn_a_s"] if r["every_first"] else r["turn_b_s"] for r in pairs)
+turn_none = statistics.median(r["turn_b_s"] if r["every_first"] else r["turn_a_s"] for r in pairs)
+update_extra = statistics.median(e["update_s"] - n["update_s"] for e, n in zip(every_rows, none_rows))
+turn_extra = statistics.median((r["turn_a_s"] - r["turn_b_s"]) * (1 if r["every_first"] else -1)
+                               for r in pairs)
 saves_total = sum(r["saves"] for r in every_rows)
 step_s = med(ours, "train_step_s")
 ratio = ours_tps / torch_tps
@@ -163,6 +174,9 @@ print(f"a checkpoint every step (memory tier, the state kept in place): {each_tp
 print(f"  per save: a stall of {every_stall * 1e3:.1f} ms = {every_stall / every_step_s:.1%} of a step; "
       f"waits for the state's memory before the optimizer step: {copy_wait * 1e3:.2f} ms a step; "
       f"saves to the memory tier alone (disk busy): {memory_only} of {saves_total}")
+print(f"  a turn (a step and its save) {turn_extra * 1e3:+.1f} ms (median of the pairs; "
+      f"{turn_every:.3f} s against {turn_none:.3f} s): optimizer step {update_extra * 1e3:+.1f} ms, "
+      f"save stall {every_stall * 1e3:.1f} ms, the rest {(turn_extra - update_extra - every_stall) * 1e3:+.1f} ms")
 print(f"  cost per round: {' '.join(f'{c:+.2%}' for c in round_costs)}; per pair (none started "
       f"first, then second): {' '.join(f'{1 - every_ratio(r):+.2%}' for r in pairs)}")
 print(json.dumps({"bench": "train", "preset": "stories15M", "batch": batch, "seq": 256,
@@ -178,6 +192,8 @@ print(json.dumps({"bench": "train", "preset": "stories15M", "batch": batch, "seq
                   "ckpt_every_step_cost_pairs": [round(1 - every_ratio(r), 4) for r in pairs],
                   "ckpt_every_step_copy_wait_s": round(copy_wait, 5),
                   "ckpt_every_step_stall_s": round(every_stall, 5),
+                  "ckpt_every_step_turn_extra_s": round(turn_extra, 5),
+                  "ckpt_every_step_update_extra_s": round(update_extra, 5),
                   "ckpt_every_step_saves": saves_total, "ckpt_every_step_saves_memory_only": memory_only,
                   "ckpt_every_step_target_met": every_cost <= 0.01}))
 PY

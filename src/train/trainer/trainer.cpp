@@ -272,8 +272,10 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
     const float max_norm = c.clip > 0 ? c.clip : std::numeric_limits<float>::infinity();
     auto norm = t.engine->clip(max_norm);
     if (!norm.ok()) return norm.error();
+    const double update_start = now_seconds();
     auto copy_wait = t.update(lr);
     if (!copy_wait.ok()) return copy_wait.error();
+    const double update_seconds = now_seconds() - update_start;
     ++t.step;
     const double dt = now_seconds() - t0;
     tokens += tokens_per_step;
@@ -289,6 +291,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
             {"mfu", t.mfu(tokens_per_step / dt)},
             {"comm_ms", t.engine->comm_seconds() * 1e3},
             {"comm_exposed_ms", t.engine->exposed_seconds() * 1e3},
+            {"update_ms", update_seconds * 1e3},  // the optimizer step, its wait included
             {"ckpt_copy_wait_ms", *copy_wait * 1e3},
             {"elapsed_s", now_seconds() - start}});
 
