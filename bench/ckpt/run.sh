@@ -7,7 +7,7 @@
 #   persist bandwidth     vs dd bs=1M conv=fsync of the same size (target >= 80 %)
 #   restore bandwidth     vs two sequential reads of the same shard file, timed from the open
 #                         as the restore is, the page cache dropped before each, each the
-#                         fastest of five turns (the shared disk's noise only adds): into a hot
+#                         fastest of seven turns (the shared disk's noise only adds): into a hot
 #                         1 MiB buffer, as dd to /dev/null does (target >= 80 %), and into a
 #                         touched destination of the shard's size, the memory a restore fills
 #                         (target >= 90 %); targets hold in every round
@@ -175,7 +175,7 @@ for mib in sorted(rows):
                              restore_min_pct_of_read_touched=round(restore_touched_min_pct, 1),
                              restore_pct_of_read_touched_rounds=[round(100 * t / r, 1) for t, r in zip(d["read_touched_s"], d["restore_s"])],
                              restore_pct_of_read_rounds=[round(100 * t / r, 1) for t, r in zip(d["read_s"], d["restore_s"])],
-                             # Each round's five turns of each restore measure, in the order taken.
+                             # Each round's seven turns of each restore measure, in the order taken.
                              **{k + "_rounds": [[round(t, 4) for t in ts] for ts in v]
                                 for k, v in d.items() if k.endswith("_turns_s")},
                              naive_vs_stall=round(r["naive_s"] / r["stall_s"], 1),
@@ -203,7 +203,7 @@ if s3_mibs:
     print("aws: aws s3 cp of a file of the same size, up from the disk and down into /dev/shm, its start (aws s3api head-bucket) taken off; page cache dropped before each")
 met = met and s3_met
 out["s3_targets_met"] = s3_met if s3_mibs else None
-print("medians of REPEAT rounds per size (x and %: medians of each round's own ratio); stall: save() returning; persist: save() to committed; restore: load_into() with every chunk verified, page cache dropped; restore and reads: the fastest of five turns in each round")
+print("medians of REPEAT rounds per size (x and %: medians of each round's own ratio); stall: save() returning; persist: save() to committed; restore: load_into() with every chunk verified, page cache dropped; restore and reads: the fastest of seven turns in each round")
 print("read: into a hot 1 MiB buffer; touched: into a touched destination of the shard's size; %t, min%, min%t: restore against the touched read, and the worst round of each")
 print("ovl x: an overlapped save's stall (save_overlapped + wait_copied after a step of compute) against a memcpy")
 print("targets (stall <= 1.25x memcpy, overlapped stall <= 0.1x memcpy, persist >= 80 % of dd, restore >= 80 % of the hot read and >= 90 % of the touched read in every round; S3 up and down >= 90 % of aws s3 cp): " + ("met" if met else "not met"))
