@@ -11,12 +11,15 @@
 #     checkpoint engine, against the step time
 #   a checkpoint every step (memory tier, then disk; on one rank the state lives in the
 #     checkpoint's slots and each save copies nothing, its checksums taken as AdamW writes
-#     it; a save due while the disk still writes goes to memory alone) against none:
+#     it; a save due while the disk still writes, or rests after a write (endure-train's
+#     --ckpt-disk-duty, 0.25 by default), goes to memory alone) against none:
 #     wall-clock tokens/s, the saves' stalls included, of two runs that take turns a step
 #     at a time (bench/train/interleave.py: a step's time drifts by several % within a
 #     minute here, and whole runs one after the other could not resolve 1 %), each run
 #     once as the one started first; with the stall per save, what training waited for a
-#     slot and how many saves went to memory alone                  target: cost <= 1 %
+#     slot, how many saves went to memory alone, and a turn's extra time split into the
+#     optimizer step (the step lines' update_ms), the stall and the rest
+#                                                                   target: cost <= 1 %
 #
 #   bash bench/train/run.sh            # batch 8, seq 256, 12 timed steps, 3 rounds
 #   bash bench/train/run.sh --smoke    # batch 2, 3 steps, 1 round: checks the bench works
@@ -173,7 +176,7 @@ print(f"a checkpoint every step (memory tier, the state kept in place): {each_tp
       f"(target <= 1 %: {'met' if every_cost <= 0.01 else 'not met'})")
 print(f"  per save: a stall of {every_stall * 1e3:.1f} ms = {every_stall / every_step_s:.1%} of a step; "
       f"waits for the state's memory before the optimizer step: {copy_wait * 1e3:.2f} ms a step; "
-      f"saves to the memory tier alone (disk busy): {memory_only} of {saves_total}")
+      f"saves to the memory tier alone (the disk writing or resting): {memory_only} of {saves_total}")
 print(f"  a turn (a step and its save) {turn_extra * 1e3:+.1f} ms (median of the pairs; "
       f"{turn_every:.3f} s against {turn_none:.3f} s): optimizer step {update_extra * 1e3:+.1f} ms, "
       f"save stall {every_stall * 1e3:.1f} ms, the rest {(turn_extra - update_extra - every_stall) * 1e3:+.1f} ms")
