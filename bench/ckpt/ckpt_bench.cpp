@@ -151,9 +151,10 @@ int main(int argc, char** argv) {
     // and each figure is the fastest of seven. The disk is shared: its pace halves and
     // doubles between seconds, which only ever adds time, so the fastest of each is its speed
     // on the disk at its best (medians of five still put rounds of 2 GiB anywhere from 80 to
-    // 167 % of the touched read, ours steady between them). Seven, not five: at 2 GiB about
-    // 3 turns in 10 of each of the three reached the disk's best (1.09-1.23 s, restore and
-    // reads alike, over 6 rounds), so one in six rounds had no turn of one of them there.
+    // 167 % of the touched read, ours steady between them). Seven, not five: over 6 rounds
+    // at 2 GiB, 23 of 90 turns came within 15 % of the best of all (1.09 s), restore and reads
+    // alike, and in 7 of the 18 rounds of one of the three no turn did; a round is judged
+    // wrongly when one of them has such a turn and another has none.
     std::vector<ckpt::MutableBuffer> into = {{"weights", weights.data(), weights.size()},
                                              {"moments", moments.data(), moments.size()}};
     auto shard = ckpt::step_dir(dir, kNewest) / ckpt::shard_name(0);
