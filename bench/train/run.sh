@@ -98,17 +98,16 @@ for round in $(seq "$repeat"); do
       --batch "$batch" --steps $((warmup + turns)) --warmup 1 --eval-every 0 --threads "$threads")
     if [ "$first" = 0 ]; then
       runs=(-- "${run[@]}" --- "${run[@]}" "${every[@]}")
-      out=b
+      out=b none=a
     else
       runs=(-- "${run[@]}" "${every[@]}" --- "${run[@]}")
-      out=a
+      out=a none=b
     fi
     pair=$(timeout 900 python3 bench/train/interleave.py --turns "$turns" --warmup "$warmup" \
       --out-a "$dir/a.jsonl" --out-b "$dir/b.jsonl" "${runs[@]}")
     rm -rf "$dir/every-$round" "/dev/shm/endure-bench-train-$$-$round"
     echo "$pair" | sed "s/^{/{\"kind\": \"turns\", \"round\": $round, \"every_first\": $first, /" >>"$results"
     train_figures "$dir/$out.jsonl" | sed "s/^{/{\"kind\": \"every1\", \"round\": $round, /" >>"$results"
-    none=$([ "$out" = a ] && echo b || echo a)
     train_figures "$dir/$none.jsonl" | sed "s/^{/{\"kind\": \"every0\", \"round\": $round, /" >>"$results"
   done
   timeout 900 /usr/bin/python3 tests/train/llama_reference.py --bench --preset stories15M \
@@ -133,16 +132,19 @@ stall = med(ours, "ckpt_stall_s") if all("ckpt_stall_s" in r for r in ours) else
 # A checkpoint every step against none: each round's two pairs of runs taking turns, one
 # with each run started first; the ratios' geometric mean cancels the order's own effect.
 pairs = [r for r in rows if r["kind"] == "turns"]
+# A pair's figure `key` ("{}": a or b) of the run saving every step, and of the other.
+def every_none(r, key):
+    a, b = r[key.format("a")], r[key.format("b")]
+    return (a, b) if r["every_first"] else (b, a)
 def every_ratio(r):  # tokens/s with a checkpoint every step / without
-    if r["every_first"]:
-        return r["tokens_per_s_a"] / r["tokens_per_s_b"]
-    return r["tokens_per_s_b"] / r["tokens_per_s_a"]
+    every, none = every_none(r, "tokens_per_s_{}")
+    return every / none
 def geomean(xs):
     return math.exp(statistics.mean(math.log(x) for x in xs))
 round_costs = [1 - geomean([every_ratio(r) for r in pairs if r["round"] == k])
                for k in sorted({r["round"] for r in pairs})]
 every_cost = 1 - geomean([every_ratio(r) for r in pairs])
-none_tps = geomean([r["tokens_per_s_b"] if r["every_first"] else r["tokens_per_s_a"] for r in pairs])
+none_tps = geomean([every_none(r, "tokens_per_s_{}")[1] for r in pairs])
 each_tps = none_tps * (1 - every_cost)
 every_rows = [r for r in rows if r["kind"] == "every1"]
 copy_wait = statistics.median(r["copy_wait_s"] for r in every_rows)
@@ -152,11 +154,11 @@ memory_only = sum(r["saves_memory_only"] for r in every_rows)
 # Where a turn's extra time goes: the optimizer step (out of place, checksums taken as it
 # writes), the saves' stalls, and the rest (the forward and backward, the disk's writes).
 none_rows = [r for r in rows if r["kind"] == "every0"]
-turn_every = statistics.median(r["turn_a_s"] if r["every_first"] else r["turn_b_s"] for r in pairs)
-turn_none = statistics.median(r["turn_b_s"] if r["every_first"] else r["turn_a_s"] for r in pairs)
+turns = [every_none(r, "turn_{}_s") for r in pairs]
+turn_every = statistics.median(every for every, _ in turns)
+turn_none = statistics.median(none for _, none in turns)
 update_extra = statistics.median(e["update_s"] - n["update_s"] for e, n in zip(every_rows, none_rows))
-turn_extra = statistics.median((r["turn_a_s"] - r["turn_b_s"]) * (1 if r["every_first"] else -1)
-                               for r in pairs)
+turn_extra = statistics.median(every - none for every, none in turns)
 saves_total = sum(r["saves"] for r in every_rows)
 step_s = med(ours, "train_step_s")
 ratio = ours_tps / torch_tps
