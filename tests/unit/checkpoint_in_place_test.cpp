@@ -200,6 +200,13 @@ TEST(StreamingChecksums, AreTheChunksChecksumsHoweverTheWritesAreReported) {
   report(1, 5 * chunk + 100, size, 777);
   report(0, prefix, 5 * chunk + 100, 777);
   EXPECT_EQ(sums.finish(1), want);
+  // Three threads inside chunk 5, the last two ahead of the first, one meeting inside a
+  // stripe and one at a line.
+  sums.reset(bytes.data(), size, chunk, prefix);
+  report(2, 5 * chunk + 960, size, 256);
+  report(1, 5 * chunk + 100, 5 * chunk + 960, 256);
+  report(0, prefix, 5 * chunk + 100, 256);
+  EXPECT_EQ(sums.finish(2), want);
   // Out of order within chunks, some bytes reported twice, some never, and memory outside.
   sums.reset(bytes.data(), size, chunk, prefix);
   report(0, 3 * chunk, 4 * chunk, 512);

@@ -1,24 +1,25 @@
 #include "train/ckpt/streaming_checksums.h"
 
-// XXH3's code inlined here, so that it runs the vector code this file is built for
-// (x86-64-v3: AVX2, twice SSE2's rate on bytes in cache); the digests are the same.
-#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
 #include <thread>
 
 #include "train/ckpt/format.h"
+#include "train/ckpt/xxh3_run.h"
 
 namespace endure::ckpt {
 
+// Offsets here are from the chunk's start. A chunk of Xxh3Run::kMinLength bytes or fewer
+// is never streamed: finish() hashes it whole.
 struct StreamingChecksums::Chunk {
-  std::atomic<int> owner{-1};  // the thread hashing it (-1: none yet)
-  size_t next = 0;             // the end of the bytes hashed so far, from the chunk's start
+  size_t first = 0;             // where the run begins: 0, or past the prefix
+  std::atomic<int> owner{-1};   // the thread feeding the run (-1: none yet)
+  std::atomic<int> tailer{-1};  // the thread feeding the tail (-1: none yet)
   bool done = false;
   uint64_t digest = 0;
-  XXH3_state_t* state = XXH3_createState();
-  ~Chunk() { XXH3_freeState(state); }
+  Xxh3Run run;   // from the chunk's start, in order
+  Xxh3Run tail;  // from where a second writer began, in order
 };
 
 StreamingChecksums::StreamingChecksums() = default;
@@ -37,14 +38,19 @@ void StreamingChecksums::reset(const uint8_t* base, size_t size, size_t chunk_by
   for (size_t c = 0; c < count_; ++c) {
     Chunk& ch = chunks_[c];
     ch.owner.store(-1, std::memory_order_relaxed);
-    ch.next = c * chunk_bytes;
+    ch.tailer.store(-1, std::memory_order_relaxed);
     ch.done = false;
-    XXH3_64bits_reset(ch.state);
+    ch.first = 0;
+    if (const size_t length = chunk_length(c); length > Xxh3Run::kMinLength) ch.run.reset(length);
   }
-  if (prefix > 0 && prefix < chunk_bytes && size > 0) {
-    XXH3_64bits_update(chunks_[0].state, base, std::min(prefix, size));
-    chunks_[0].next = std::min(prefix, size);
+  if (prefix > 0 && prefix < chunk_bytes && std::min(size, chunk_bytes) > Xxh3Run::kMinLength) {
+    chunks_[0].run.update(base, prefix);
+    chunks_[0].first = prefix;
   }
+}
+
+size_t StreamingChecksums::chunk_length(size_t c) const {
+  return std::min(size_, (c + 1) * chunk_bytes_) - c * chunk_bytes_;
 }
 
 void StreamingChecksums::written(int thread, const void* data, size_t bytes, const void* copy) {
@@ -54,45 +60,75 @@ void StreamingChecksums::written(int thread, const void* data, size_t bytes, con
   const size_t begin = static_cast<size_t>(p - base_), end = std::min(size_, begin + bytes);
   for (size_t c = begin / chunk_bytes_; c * chunk_bytes_ < end; ++c) {
     Chunk& ch = chunks_[c];
-    const size_t chunk_end = std::min(size_, (c + 1) * chunk_bytes_);
-    const size_t a = std::max(begin, c * chunk_bytes_), b = std::min(end, chunk_end);
-    if (ch.owner.load(std::memory_order_relaxed) != thread) {
-      int none = -1;
-      // Only a piece at the chunk's start (after any prefix) may claim it; the others'
-      // pieces are read again at finish(), past the owner's run.
-      if (a != ch.next || !ch.owner.compare_exchange_strong(none, thread)) continue;
+    const size_t chunk_begin = c * chunk_bytes_;
+    const size_t length = chunk_length(c);
+    const size_t a = std::max(begin, chunk_begin) - chunk_begin;
+    const size_t b = std::min(end, chunk_begin + length) - chunk_begin;
+    if (length <= Xxh3Run::kMinLength) continue;
+    const uint8_t* bytes_at_a = from + (chunk_begin + a - begin);
+    // The piece at the chunk's start claims the run; a piece elsewhere, the tail. Each goes
+    // on with the pieces that follow it, from its own thread: every byte is reported once,
+    // final, so a piece that closes a gap carries them on.
+    int none = -1;
+    if (ch.owner.load(std::memory_order_relaxed) == thread
+            ? a == ch.run.end()
+            : a == ch.first && ch.owner.compare_exchange_strong(none, thread)) {
+      ch.run.update(bytes_at_a, b - a);
+      if (b == length) {
+        ch.digest = ch.run.digest();
+        ch.done = true;
+      }
+      continue;
     }
-    // A gap ends the owner's run where it is; a piece that closes it carries the run on,
-    // since every byte is reported once, final.
-    if (a != ch.next) continue;
-    XXH3_64bits_update(ch.state, from + (a - begin), b - a);
-    ch.next = b;
-    if (b == chunk_end) {
-      ch.digest = XXH3_64bits_digest(ch.state);
-      ch.done = true;
+    none = -1;
+    if (ch.tailer.load(std::memory_order_relaxed) == thread) {
+      if (a == ch.tail.end()) ch.tail.update(bytes_at_a, b - a);
+    } else if (a > ch.first && ch.tailer.compare_exchange_strong(none, thread)) {
+      ch.tail.reset(length, a);
+      ch.tail.update(bytes_at_a, b - a);
     }
+    // Any other piece is read again at finish(), past what the run and its tail hold.
   }
 }
 
 std::vector<std::string> StreamingChecksums::finish(unsigned threads) {
+  // Each run takes on its tail first; what neither holds is read from memory, on helper
+  // threads when there is more of it than a thread's start costs.
+  size_t to_read = 0;
+  for (size_t c = 0; c < count_; ++c) {
+    Chunk& ch = chunks_[c];
+    const size_t length = chunk_length(c);
+    if (ch.done) continue;
+    if (length <= Xxh3Run::kMinLength) {
+      to_read += length;
+      continue;
+    }
+    if (ch.tailer.load() >= 0 && ch.tail.start() == ch.run.end()) ch.run.append(ch.tail);
+    to_read += length - ch.run.end();
+  }
   std::vector<std::string> out(count_);
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t c; (c = next.fetch_add(1)) < count_;) {
       Chunk& ch = chunks_[c];
       if (!ch.done) {
-        // The rest of the chunk past the run hashed on the way (the whole chunk if none).
-        const size_t end = std::min(size_, (c + 1) * chunk_bytes_);
-        XXH3_64bits_update(ch.state, base_ + ch.next, end - ch.next);
-        ch.digest = XXH3_64bits_digest(ch.state);
-        ch.next = end;
+        const uint8_t* chunk = base_ + c * chunk_bytes_;
+        const size_t length = chunk_length(c);
+        if (length <= Xxh3Run::kMinLength) {
+          ch.digest = XXH3_64bits(chunk, length);
+        } else {
+          ch.run.update(chunk + ch.run.end(), length - ch.run.end());
+          ch.digest = ch.run.digest();
+        }
         ch.done = true;
       }
       out[c] = digest_hex(ch.digest);
     }
   };
+  constexpr size_t kWorthAThread = 1u << 20;
+  const size_t helpers_wanted = std::min<size_t>(std::max(threads, 1u), count_) - 1;
   std::vector<std::thread> helpers;
-  for (unsigned t = 1; t < std::min<size_t>(std::max(threads, 1u), count_); ++t)
+  for (size_t t = 0; t < helpers_wanted && to_read > kWorthAThread * (t + 1); ++t)
     helpers.emplace_back(work);
   work();
   for (auto& h : helpers) h.join();

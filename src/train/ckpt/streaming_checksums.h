@@ -1,10 +1,11 @@
-// The checksums of a state kept in place, taken while it is being written: each chunk that
-// one thread writes from its start to its end, in order, is hashed piece by piece as the
-// writer reports each piece final, while its bytes are still in cache, so that a save does
-// not read the state from memory again. A chunk written any other way (by two threads, out
-// of order, or not reported) is hashed when the checksums are asked for, from where its
-// in-order run from the start ended: a chunk two threads share is read again only past the
-// first one's part.
+// The checksums of a state kept in place, taken while it is being written: each chunk is
+// hashed piece by piece as its writers report each piece final, while its bytes are still
+// in cache, so that a save does not read the state from memory again. One writer feeds the
+// chunk's run from its start, in order; a second writer that begins inside the chunk (the
+// next thread's part, or the next buffer's start) feeds its tail, in order, which the run
+// takes on at finish() when it ends where the tail began. Whatever else is written (by a
+// third writer, out of order, or not reported) is hashed at finish() from memory, past
+// what the run holds.
 #pragma once
 
 #include <atomic>
@@ -37,6 +38,7 @@ class StreamingChecksums {
 
  private:
   struct Chunk;
+  size_t chunk_length(size_t c) const;
   const uint8_t* base_ = nullptr;
   size_t size_ = 0;
   size_t chunk_bytes_ = 1;
