@@ -189,9 +189,9 @@ class AdamW {
   // for bit. `next` is written with stores that bypass the cache, so that the update moves
   // no more memory than in place. Each thread of the update writes one contiguous range of
   // the buffers in pieces, in increasing order; with `written`, it calls written(thread,
-  // begin, end, values) every few hundred floats, in order: the floats [begin, end) of
-  // next.p, next.m and next.v are final, and values holds a copy of them still in L1 (a
-  // checkpoint takes its checksums there).
+  // begin, end, values) for each piece: the floats [begin, end) of next.p, next.m and next.v
+  // are final, and values holds a copy of them still in cache (a checkpoint takes its
+  // checksums there).
   using Written = std::function<void(int thread, size_t begin, size_t end, AdamWSlice values)>;
   void update_into(const float* params, const float* grads, float lr, AdamWSlice next,
                    const Written& written = {});

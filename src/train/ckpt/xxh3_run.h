@@ -1,8 +1,7 @@
 // XXH3-64 of a run of bytes whose length is known at the start, fed in order in pieces of
-// any size: libxxhash's XXH3_64bits of the whole, bit for bit. It keeps no buffer of its
-// own for whole stripes, so a writer that hands over its bytes a few lines at a time, while
-// they are in L1, pays for the hashing alone (XXH3's streaming state copies every piece
-// under 256 bytes into its buffer first, and holds the last bytes back).
+// any size: libxxhash's XXH3_64bits of the whole, bit for bit, hashing whole stripes where
+// the caller holds them (XXH3's streaming state copies every piece under 256 bytes into its
+// buffer first, and holds the last bytes back).
 //
 // A run may also be hashed from the middle, by a second writer, while the first writes
 // the part before: XXH3 adds up each stripe's term, which depends on the stripe's bytes

@@ -116,10 +116,8 @@ void AdamW::run(AdamWSlice out, AdamWSlice in, const float* grads, float lr,
   // Each piece is computed into the thread's scratch (3 x 32 KiB, in L2) a block of 4 lines
   // at a time, each block streamed to `out` at once: the stores go out while the next loads
   // come in, as they do in place, where a copy pass after the piece would leave the memory
-  // idle between them. Every kShown floats (a KiB of each buffer), the blocks just made are
-  // shown to written() from the scratch while they are in L1, where a checkpoint takes its
-  // checksums (measured: as fast as a whole piece at a time from L2, not faster).
-  constexpr size_t kPiece = 8192, kBlock = 64, kShown = 256;
+  // idle between them. The piece is then shown to written() from the scratch.
+  constexpr size_t kPiece = 8192, kBlock = 64;
   // Blocks and the threads' parts are cut where a line of out.p starts (and of out.m and
   // out.v, which lie alike when a buffer's size is a multiple of 64 bytes, as with any model
   // whose dims are multiples of 16): a line streamed in two parts at two times is written
@@ -142,7 +140,6 @@ void AdamW::run(AdamWSlice out, AdamWSlice in, const float* grads, float lr,
       while (std::get<1>(ranges[r]) <= pos) ++r;
       const auto [b, e, decay] = ranges[r];
       const size_t stop = std::min({end, pos + kPiece, e});
-      size_t shown = pos;
       for (size_t at = pos, to; at < stop; at = to) {
         to = at + kBlock < stop ? line_start(at + kBlock) : stop;
         const size_t j = at - pos, len = to - at;
@@ -151,12 +148,8 @@ void AdamW::run(AdamWSlice out, AdamWSlice in, const float* grads, float lr,
         stream_copy(out.p + at, hot.p + j, len);
         stream_copy(out.m + at, hot.m + j, len);
         stream_copy(out.v + at, hot.v + j, len);
-        if (written && (to - shown >= kShown || to == stop)) {
-          const size_t k = shown - pos;
-          written(static_cast<int>(t), shown, to, {hot.p + k, hot.m + k, hot.v + k});
-          shown = to;
-        }
       }
+      if (written) written(static_cast<int>(t), pos, stop, hot);
       pos = stop;
     }
 #if defined(__AVX__)
