@@ -193,7 +193,10 @@ class Checkpointer {
   void reserve(size_t bytes);
 
   // Writes the newest save to the disk tiers when it went to the memory tier alone, then
-  // wait()s: what a run ends with, so that its last step outlives the node.
+  // wait()s: what a run ends with, so that its last step outlives the node. When this
+  // checkpointer saved nothing (a run resumed at its last step), the newest valid step in
+  // any tier is copied to the shared folder if only node-local tiers hold it; every rank
+  // flushes alike.
   Status flush();
 
   // Blocks until every save is durable in every tier (and, on rank 0, committed), the S3

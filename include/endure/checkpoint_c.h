@@ -102,7 +102,8 @@ endure_ckpt_status endure_ckpt_save_in_place(endure_ckpt* c, int64_t step, const
  * after their last write (disk_duty), else 0 (and 0 for NULL). */
 int endure_ckpt_disk_busy(const endure_ckpt* c);
 /* Writes the newest save to the disk tiers when it went to the memory tier alone, then
- * waits as endure_ckpt_wait: what a run ends with. */
+ * waits as endure_ckpt_wait: what a run ends with. When this handle saved nothing, the
+ * newest valid step only node-local tiers hold is copied to the shared folder. */
 endure_ckpt_status endure_ckpt_flush(endure_ckpt* c);
 /* Until the last save is durable (and committed on rank 0). */
 endure_ckpt_status endure_ckpt_wait(endure_ckpt* c);

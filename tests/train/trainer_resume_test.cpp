@@ -19,6 +19,7 @@
 #include "support/spawned.h"
 #include "support/temp_dir.h"
 #include "support/text_files.h"
+#include "train/ckpt/format.h"
 
 namespace endure::test {
 namespace {
@@ -225,6 +226,34 @@ TEST_F(TrainerResume, ADiskThatRestsLeavesTheSavesBetweenToTheMemoryTier) {
   EXPECT_GT(memory_only, kSteps / 2);
   EXPECT_GT(behind, 0);
   EXPECT_EQ(final_state(root.path() / "ckpt").step, kSteps);
+}
+
+// A kill after the last step reached the memory tier and before it reached the disk: the
+// next start restores it from memory, has nothing left to train, and still ends with it in
+// the shared folder, bit for bit.
+TEST_F(TrainerResume, ResumedAtTheLastStepFromMemoryItEndsWithThatStepOnDisk) {
+  TempDir root("endure-train-last");
+  MemoryTier memory(root);
+  auto log = root.path() / "log";
+  const auto args =
+      train_args(root.path() / "ckpt", {"--ckpt-memory", (memory.path / "ckpt").string()}, "1");
+  ASSERT_EQ(run(args, log), 0) << read_text(log.string() + ".err");
+  const ckpt::Loaded ended = final_state(root.path() / "ckpt");
+  ASSERT_EQ(ended.step, kSteps);
+  std::filesystem::remove_all(ckpt::step_dir(root.path() / "ckpt", kSteps));
+  ASSERT_NE(final_state(root.path() / "ckpt").step, kSteps);
+
+  ASSERT_EQ(run(args, log), 0) << read_text(log.string() + ".err");
+  const auto lines = json_lines(log);
+  const auto start = std::find_if(lines.rbegin(), lines.rend(),
+                                  [](const json& j) { return j.value("start", false); });
+  ASSERT_NE(start, lines.rend());
+  EXPECT_EQ((*start)["resumed_from"], kSteps);
+  EXPECT_EQ((*start)["resumed_tier"], "memory");
+  const ckpt::Loaded again = final_state(root.path() / "ckpt");
+  EXPECT_EQ(again.step, kSteps);
+  EXPECT_EQ(again.user, ended.user);
+  EXPECT_TRUE(again.buffers == ended.buffers);
 }
 
 TEST_F(TrainerResume, ACheckpointOfAnotherModelIsRefused) {

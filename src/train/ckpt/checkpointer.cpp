@@ -16,6 +16,7 @@
 #include "endure/checkpoint.h"
 #include "train/ckpt/checkpointer_impl.h"
 #include "train/ckpt/format.h"
+#include "train/ckpt/promote.h"
 #include "train/ckpt/s3_store.h"
 #include "train/ckpt/s3_tier.h"
 #include "train/ckpt/shard_io.h"
@@ -31,26 +32,6 @@ namespace {
 // checkpoint: it is logged and the shared tier is written all the same.
 void warn_local(const char* tier, int64_t step, const Status& s) {
   if (!s) log::warn("checkpoint step {}: {} tier: {}", step, tier, s.error().message);
-}
-
-// Rank 0's commit: waits for every rank's descriptor in the shared folder, then writes the
-// manifest that makes the step exist.
-Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t step, const json& user) {
-  json shards = json::array();
-  auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::milliseconds(static_cast<int64_t>(o.commit_timeout_seconds * 1000));
-  for (int r = 0; r < o.world; ++r) {
-    std::optional<json> entry;
-    while (!(entry = shard_entry(dir, r, step))) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        return make_error("CommitTimeout", fmt::format("rank {} did not make its shard of step {} durable in time",
-                                                       r, step));
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    shards.push_back(std::move(*entry));
-  }
-  return write_manifest(dir, step, o.world, user, std::move(shards));
 }
 
 // A rank's sealed description of its shard of a step.
@@ -405,7 +386,13 @@ Status Checkpointer::flush() {
     im.queue.push_back(held);
     im.cv.notify_all();
   }
+  const bool saved_none = im.last_step < 0;
   lock.unlock();
+  // A run that resumed from a step only node-local tiers hold and saved nothing since
+  // would otherwise end with that step still only on this node.
+  if (saved_none) {
+    if (auto s = copy_newest_to_shared(options_, list(), impl_->s3.get()); !s) return s;
+  }
   return wait();
 }
 

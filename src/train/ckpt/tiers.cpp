@@ -1,6 +1,8 @@
 #include "train/ckpt/tiers.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -166,6 +168,26 @@ std::string manifest_text(int64_t step, int world, const json& user, json shards
   manifest["user"] = user;
   manifest["shards"] = std::move(shards);
   return seal(manifest).dump();
+}
+
+Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t step,
+                     const json& user) {
+  json shards = json::array();
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(o.commit_timeout_seconds * 1000));
+  for (int r = 0; r < o.world; ++r) {
+    std::optional<json> entry;
+    while (!(entry = shard_entry(dir, r, step))) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return make_error(
+            "CommitTimeout",
+            fmt::format("rank {} did not make its shard of step {} durable in time", r, step));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    shards.push_back(std::move(*entry));
+  }
+  return write_manifest(dir, step, o.world, user, std::move(shards));
 }
 
 // Commits a node-local tier's step once every rank's descriptor of it is there (all ranks on

@@ -64,6 +64,11 @@ Status write_manifest(const std::filesystem::path& dir, int64_t step, int world,
 std::string manifest_text(int64_t step, int world, const json& user, json shards,
                           const std::string& owner = "");
 
+// Rank 0's commit of a step in the shared folder dir: waits for every rank's descriptor
+// there (Options::commit_timeout_seconds), then writes the manifest that makes it exist.
+Status commit_shared(const Options& o, const std::filesystem::path& dir, int64_t step,
+                     const json& user);
+
 // Commits a node-local tier's step once every rank's descriptor of it is there.
 Status commit_if_complete(const std::filesystem::path& dir, int64_t step, int world, const json& user,
                           const std::string& owner);

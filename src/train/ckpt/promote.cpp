@@ -1,0 +1,120 @@
+#include "train/ckpt/promote.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/fs.h"
+#include "common/log.h"
+#include "train/ckpt/format.h"
+#include "train/ckpt/s3_tier.h"
+#include "train/ckpt/shard_io.h"
+#include "train/ckpt/tiers.h"
+
+namespace endure::ckpt {
+
+namespace {
+
+// A shard file mapped read-only: a memory-tier copy is then written out without a copy of
+// its own in this process's memory.
+class MappedShard {
+ public:
+  ~MappedShard() {
+    if (data_) ::munmap(data_, size_);
+  }
+  Status open(const std::filesystem::path& path, size_t size) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fs::io_error("open", path);
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != size) {
+      ::close(fd);
+      return make_error("CorruptCheckpoint", fmt::format("{}: not the {} bytes its descriptor says",
+                                                         path.string(), size));
+    }
+    void* p = size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
+    ::close(fd);
+    if (p == MAP_FAILED) return fs::io_error("map", path);
+    data_ = static_cast<uint8_t*>(p);
+    size_ = size;
+    return {};
+  }
+  const uint8_t* data() const { return data_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+bool durable(const CheckpointInfo& info) {
+  return std::any_of(info.tiers.begin(), info.tiers.end(),
+                     [](const std::string& t) { return t == "shared" || t == "s3"; });
+}
+
+// This rank's shard and descriptor of info's step, from the node-local copy in `from` to
+// the shared folder; rank 0 then commits the step there.
+Status copy_step(const Options& o, const CheckpointInfo& info, const std::filesystem::path& from) {
+  const auto descriptor_path = from / descriptor_name(o.rank);
+  auto text = fs::read_file(descriptor_path);
+  if (!text) return make_error("CorruptCheckpoint", descriptor_path.string() + ": missing");
+  auto d = unseal(*text, descriptor_path.string());
+  if (!d) return d.error();
+  if (d->value("step", -1LL) != info.step || !(*d)["chunks"].is_array()) {
+    return make_error("CorruptCheckpoint", fmt::format("{}: not a descriptor of step {}",
+                                                       descriptor_path.string(), info.step));
+  }
+  MappedShard shard;
+  const size_t size = d->value("size", 0ULL);
+  if (auto s = shard.open(from / shard_name(o.rank), size); !s) return s;
+
+  const auto dir = step_dir(o.dir, info.step);
+  const auto shard_path = dir / shard_name(o.rank);
+  std::vector<std::string> sums;
+  Status s = fs::make_dirs(dir);
+  if (s) s = write_durable(shard_path, shard.data(), size, d->value("chunk_bytes", 0ULL), &sums);
+  if (s && json(sums) != (*d)["chunks"]) {
+    std::error_code ec;
+    std::filesystem::remove(shard_path, ec);
+    std::filesystem::remove(dir, ec);  // fails, as it should, while other ranks' files are there
+    return make_error("CorruptCheckpoint",
+                      fmt::format("{}: fails its checksums", (from / shard_name(o.rank)).string()));
+  }
+  if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), *text);
+  if (s && o.rank == 0) s = commit_shared(o, dir, info.step, info.user);
+  return s;
+}
+
+}  // namespace
+
+Status copy_newest_to_shared(const Options& o, const std::vector<CheckpointInfo>& steps,
+                             S3Tier* s3) {
+  for (const CheckpointInfo& info : steps) {
+    if (!info.valid) continue;
+    if (durable(info)) return {};
+    const auto local = std::find_if(info.tiers.begin(), info.tiers.end(), [](const std::string& t) {
+      return t == "memory" || t == "local";
+    });
+    if (local == info.tiers.end()) continue;
+    const std::string& tier = *local;
+    Status s = copy_step(o, info, info.tier_paths[local - info.tiers.begin()]);
+    if (!s && s.error().code == "CorruptCheckpoint") {
+      log::warn("checkpoint step {}: its {} tier copy not written to the shared folder: {}",
+                info.step, tier, s.error().message);
+      continue;
+    }
+    if (!s) return s;
+    log::info("checkpoint step {}: copied from the {} tier to the shared folder", info.step, tier);
+    if (o.rank == 0) (void)prune(o.dir, o.keep_last, o.keep_every);  // as after any commit
+    if (s3) s3->submit(info.step, info.user);
+    return {};
+  }
+  return {};
+}
+
+}  // namespace endure::ckpt
