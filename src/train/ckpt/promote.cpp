@@ -1,18 +1,12 @@
 #include "train/ckpt/promote.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-
-#include <fmt/format.h>
 
 #include "common/fs.h"
 #include "common/log.h"
+#include "common/mapped_file.h"
 #include "train/ckpt/format.h"
 #include "train/ckpt/s3_tier.h"
 #include "train/ckpt/shard_io.h"
@@ -21,36 +15,6 @@
 namespace endure::ckpt {
 
 namespace {
-
-// A shard file mapped read-only: a memory-tier copy is then written out without a copy of
-// its own in this process's memory.
-class MappedShard {
- public:
-  ~MappedShard() {
-    if (data_) ::munmap(data_, size_);
-  }
-  Status open(const std::filesystem::path& path, size_t size) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fs::io_error("open", path);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != size) {
-      ::close(fd);
-      return make_error("CorruptCheckpoint", fmt::format("{}: not the {} bytes its descriptor says",
-                                                         path.string(), size));
-    }
-    void* p = size ? ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0) : nullptr;
-    ::close(fd);
-    if (p == MAP_FAILED) return fs::io_error("map", path);
-    data_ = static_cast<uint8_t*>(p);
-    size_ = size;
-    return {};
-  }
-  const uint8_t* data() const { return data_; }
-
- private:
-  uint8_t* data_ = nullptr;
-  size_t size_ = 0;
-};
 
 bool durable(const CheckpointInfo& info) {
   return std::any_of(info.tiers.begin(), info.tiers.end(),
@@ -69,21 +33,29 @@ Status copy_step(const Options& o, const CheckpointInfo& info, const std::filesy
     return make_error("CorruptCheckpoint", fmt::format("{}: not a descriptor of step {}",
                                                        descriptor_path.string(), info.step));
   }
-  MappedShard shard;
-  const size_t size = d->value("size", 0ULL);
-  if (auto s = shard.open(from / shard_name(o.rank), size); !s) return s;
+  // Mapped, not read: a memory-tier copy goes out without a second copy in this process.
+  const auto from_shard = from / shard_name(o.rank);
+  auto shard = fs::MappedFile::open(from_shard);
+  if (!shard) return make_error("CorruptCheckpoint", shard.error().message);
+  const size_t size = (*shard)->size();
+  if (size != d->value("size", 0ULL)) {
+    return make_error("CorruptCheckpoint",
+                      fmt::format("{}: not the {} bytes its descriptor says", from_shard.string(),
+                                  d->value("size", 0ULL)));
+  }
 
   const auto dir = step_dir(o.dir, info.step);
   const auto shard_path = dir / shard_name(o.rank);
   std::vector<std::string> sums;
   Status s = fs::make_dirs(dir);
-  if (s) s = write_durable(shard_path, shard.data(), size, d->value("chunk_bytes", 0ULL), &sums);
+  if (s)
+    s = write_durable(shard_path, (*shard)->data(), size, d->value("chunk_bytes", 0ULL), &sums);
   if (s && json(sums) != (*d)["chunks"]) {
     std::error_code ec;
     std::filesystem::remove(shard_path, ec);
     std::filesystem::remove(dir, ec);  // fails, as it should, while other ranks' files are there
     return make_error("CorruptCheckpoint",
-                      fmt::format("{}: fails its checksums", (from / shard_name(o.rank)).string()));
+                      fmt::format("{}: fails its checksums", from_shard.string()));
   }
   if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), *text);
   if (s && o.rank == 0) s = commit_shared(o, dir, info.step, info.user);

@@ -4,9 +4,9 @@
 #include <limits>
 
 #include "common/fs.h"
+#include "common/mapped_file.h"
 #include "endure/data.h"
 #include "train/ckpt/format.h"
-#include "train/data/mapped_file.h"
 #include "train/data/mix.h"
 #include "train/data/shard_format.h"
 #include "train/data/window_order.h"
@@ -64,7 +64,7 @@ struct TokenLoader::Impl {
   LoaderOptions options;
   int vocab_size = 0;
   int token_bytes = 0;
-  std::vector<std::unique_ptr<MappedFile>> shards;
+  std::vector<std::unique_ptr<fs::MappedFile>> shards;
   std::vector<uint64_t> starts;  // the first token of each shard in the split's stream
   uint64_t tokens = 0;
   uint64_t windows = 0;
@@ -75,7 +75,7 @@ struct TokenLoader::Impl {
   void read(uint64_t first, uint64_t count, int32_t* out) const {
     size_t s = std::upper_bound(starts.begin(), starts.end(), first) - starts.begin() - 1;
     while (count > 0) {
-      const MappedFile& shard = *shards[s];
+      const fs::MappedFile& shard = *shards[s];
       uint64_t in_shard = (shard.size() - kShardHeaderBytes) / token_bytes;
       uint64_t off = first - starts[s];
       uint64_t n = std::min(count, in_shard - off);
@@ -169,9 +169,9 @@ Result<std::unique_ptr<TokenLoader>> TokenLoader::open(const LoaderOptions& o) {
       if (!counted.ok()) return counted.error();
       const uint64_t tokens = *counted;
       std::filesystem::path path = o.dir / file;
-      auto mapped = MappedFile::open(path);
+      auto mapped = fs::MappedFile::open(path);
       if (!mapped.ok()) return mapped.error();
-      const MappedFile& m = **mapped;
+      const fs::MappedFile& m = **mapped;
       auto header = decode_shard_header(m.data(), m.size(), path.string());
       if (!header.ok()) return header.error();
       // Counted in tokens, not bytes: a count near 2^64 would wrap its byte size round to

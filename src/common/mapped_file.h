@@ -1,5 +1,6 @@
-// A file mapped read-only into memory: the loader reads shards in place, never copying
-// them to the heap, and the page cache is shared with every other reader of the file.
+// A file mapped read-only into memory: the data loader reads token shards in place and a
+// checkpoint's node-local copy is written out without a copy on the heap; the page cache
+// is shared with every other reader of the file.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +9,7 @@
 
 #include "common/result.h"
 
-namespace endure::data {
+namespace endure::fs {
 
 class MappedFile {
  public:
@@ -26,4 +27,4 @@ class MappedFile {
   size_t size_;
 };
 
-}  // namespace endure::data
+}  // namespace endure::fs

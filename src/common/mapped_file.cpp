@@ -1,4 +1,4 @@
-#include "train/data/mapped_file.h"
+#include "common/mapped_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace endure::data {
+namespace endure::fs {
 
 Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::filesystem::path& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -40,4 +40,4 @@ MappedFile::~MappedFile() {
   if (size_ > 0) ::munmap(const_cast<unsigned char*>(data_), size_);
 }
 
-}  // namespace endure::data
+}  // namespace endure::fs
