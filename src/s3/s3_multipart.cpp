@@ -1,14 +1,7 @@
 // Multipart uploads: create, parts in parallel, complete; abort on any failure so that no
 // half object is ever visible under the key.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-
 #include "api/wire.h"
+#include "common/mapped_file.h"
 #include "s3/parallel.h"
 #include "s3/request_url.h"
 #include "s3/s3_client.h"
@@ -111,31 +104,14 @@ Status S3Client::upload_multipart(const std::string& bucket, const std::string& 
 
 Status S3Client::upload_file(const std::string& bucket, const std::string& key,
                              const std::filesystem::path& path, const UploadOptions& options) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  auto mapped = fs::MappedFile::open(path);  // the parts are sent from the page cache
+  if (!mapped) {
     return make_error("IOError", "upload of " + path.string() + " to s3://" + bucket + "/" + key +
-                                     ": cannot open it: " + std::strerror(errno));
+                                     ": " + mapped.error().message);
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return make_error("IOError", path.string() + ": fstat: " + std::strerror(err));
-  }
-  size_t size = static_cast<size_t>(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    return upload(bucket, key, std::string_view(), options);
-  }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) {
-    return make_error("IOError", path.string() + ": mmap: " + std::strerror(errno));
-  }
-  Status result =
-      upload(bucket, key, std::string_view(static_cast<const char*>(map), size), options);
-  ::munmap(map, size);
-  return result;
+  const auto& file = **mapped;
+  return upload(bucket, key,
+                std::string_view(reinterpret_cast<const char*>(file.data()), file.size()), options);
 }
 
 }  // namespace endure::s3
