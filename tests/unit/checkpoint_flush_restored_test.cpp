@@ -9,6 +9,7 @@
 #include "endure/checkpoint.h"
 #include "support/checkpoint_support.h"
 #include "support/temp_dir.h"
+#include "support/text_files.h"
 #include "train/ckpt/format.h"
 
 namespace endure::ckpt {
@@ -48,6 +49,9 @@ TEST(CheckpointFlushRestored, TheNewestMemoryOnlyStepReachesTheSharedFolder) {
   ASSERT_TRUE(resumed->flush().ok());
   EXPECT_TRUE(on_shared(o.dir, 3));
   EXPECT_TRUE(verify_checkpoint(step_dir(o.dir, 3)).ok());
+  EXPECT_EQ(test::read_text(step_dir(o.dir, 3) / descriptor_name(0)),
+            test::read_text(latest->tier_paths.front() / descriptor_name(0)))
+      << "the descriptor is copied as it was";
   EXPECT_FALSE(on_shared(o.dir, 2)) << "only the newest step is copied";
   EXPECT_EQ(resumed->latest()->tiers, (std::vector<std::string>{"memory", "shared"}));
   auto loaded = open_ok({.dir = o.dir})->load();

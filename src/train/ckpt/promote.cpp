@@ -25,9 +25,7 @@ bool durable(const CheckpointInfo& info) {
 // the shared folder; rank 0 then commits the step there.
 Status copy_step(const Options& o, const CheckpointInfo& info, const std::filesystem::path& from) {
   const auto descriptor_path = from / descriptor_name(o.rank);
-  auto text = fs::read_file(descriptor_path);
-  if (!text) return make_error("CorruptCheckpoint", descriptor_path.string() + ": missing");
-  auto d = unseal(*text, descriptor_path.string());
+  auto d = read_sealed(descriptor_path);
   if (!d) return d.error();
   if (d->value("step", -1LL) != info.step || !(*d)["chunks"].is_array()) {
     return make_error("CorruptCheckpoint", fmt::format("{}: not a descriptor of step {}",
@@ -57,7 +55,8 @@ Status copy_step(const Options& o, const CheckpointInfo& info, const std::filesy
     return make_error("CorruptCheckpoint",
                       fmt::format("{}: fails its checksums", from_shard.string()));
   }
-  if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), *text);
+  // Sealed again, the same text it was read from.
+  if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), seal(*d).dump());
   if (s && o.rank == 0) s = commit_shared(o, dir, info.step, info.user);
   return s;
 }
