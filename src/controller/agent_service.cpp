@@ -5,6 +5,7 @@
 #include "common/crash_point.h"
 #include "controller/lookup.h"
 #include "controller/node_decisions.h"
+#include "controller/node_state.h"
 #include "controller/transition.h"
 
 namespace endure::controller {
@@ -96,23 +97,20 @@ Result<json> AgentService::report_lifecycle(const std::string& instance_id, cons
   if (Status s = report.check(); !s) return s.error();
   auto row = store_.instance(instance_id);
   if (!row) return make_error(api::kUnauthorized, "not a valid join token for " + instance_id);
-  auto current = parse_lifecycle_status(row->lifecycle_status);
-  if (!current)
-    return make_error(api::kInternalFailure, "stored lifecycle " + row->lifecycle_status);
   auto exit_code = defaulted(request, api::field::kExitCode, -1);
   if (!exit_code) return exit_code.error();
   auto last_lines = defaulted<std::string>(request, api::field::kLastLines, "");
   if (!last_lines) return last_lines.error();
   report.exit_code = *exit_code;
   report.last_lines = *last_lines;
-  auto change = decide_lifecycle_report(*current, *reported, report.exit_code);
+  auto change = decide_lifecycle_report(row->lifecycle_status, *reported, report.exit_code);
   if (!change) return api::AgentReportLifecycleReply{}.to_json();
   store::Store::InstanceEvents events;
   if (!change->event.empty()) events.push_back({change->event, change->description});
   // Checked against the stored row inside the transaction: a reboot that raced this report
   // makes it InvalidTransition, and the agent reports again.
   Status s = transition(store_, *row, events, [&](store::InstanceRow& r) {
-    r.lifecycle_status = name(change->to);
+    r.lifecycle_status = change->to;
     r.lifecycle_exit = report.exit_code;
     r.lifecycle_tail = report.last_lines;
   });

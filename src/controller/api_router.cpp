@@ -5,6 +5,7 @@
 #include "common/ids.h"
 #include "controller/lookup.h"
 #include "controller/node_deletion.h"
+#include "controller/node_state.h"
 
 namespace endure::controller {
 

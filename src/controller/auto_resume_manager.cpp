@@ -10,6 +10,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/node_launcher.h"
+#include "controller/node_state.h"
 #include "slurm/hostlist.h"
 
 namespace endure::controller {
@@ -318,7 +319,7 @@ std::string AutoResumeManager::still_waiting(const store::ClusterRow& cluster,
   for (const auto& r : store_.instances(cluster.id, true)) {
     bool named = std::find(faulty.begin(), faulty.end(), r.node_name) != faulty.end();
     // A replacement with no host to go to says so (NodeLauncher::claim_hosts).
-    if (named && r.status == "Pending" && r.message.rfind(kWaitingForHost, 0) == 0) {
+    if (named && r.status == NodeStatus::kPending && r.message.rfind(kWaitingForHost, 0) == 0) {
       out += "; " + r.node_name + ": " + r.message;
     }
   }

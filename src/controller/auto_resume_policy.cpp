@@ -1,5 +1,7 @@
 #include "controller/auto_resume_policy.h"
 
+#include "controller/node_state.h"
+
 namespace endure::controller {
 
 StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, double failed_at,
@@ -15,10 +17,10 @@ StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, 
       why = n.last_fault.empty() ? "judged unhealthy during the step" : n.last_fault;
     } else if (n.launch_time > step_start) {
       why = "replaced during the step";
-    } else if (!n.recovery.empty()) {
-      why = n.recovery + " under way";
-    } else if (n.status != "Running") {
-      why = "node is " + (n.status.empty() ? std::string("gone") : n.status);
+    } else if (n.recovery) {
+      why = std::string(api::name(*n.recovery)) + " under way";
+    } else if (n.status != api::NodeStatus::kRunning) {
+      why = std::string("node is ") + (n.status ? api::name(*n.status) : "gone");
     }
     if (!why.empty()) {
       j.faulty.push_back(n.name);

@@ -3,8 +3,11 @@
 // is unit-tested without a cluster.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "api/states.h"
 
 namespace endure::controller {
 
@@ -12,8 +15,8 @@ namespace endure::controller {
 struct StepNode {
   std::string name;
   bool known = false;      // a node of this cluster
-  std::string status;      // its live instance's status (Running, Pending, ...)
-  std::string recovery;    // Reboot or Replace under way, else empty
+  std::optional<api::NodeStatus> status;        // its live instance's (none: no live one)
+  std::optional<api::RecoveryAction> recovery;  // the recovery under way, if any
   double launch_time = 0;  // when its live instance was launched
   double last_fault_time =
       0;                   // when its latest verdict was given, on any of its instances (0: none)

@@ -14,6 +14,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/lookup.h"
+#include "controller/node_state.h"
 #include "slurm/slurm_client.h"
 #include "spec/cluster_spec.h"
 #include "spec/layout.h"
@@ -34,7 +35,7 @@ void fill_summary(api::ClusterNodeSummary& out, const store::InstanceRow& r,
   out.instance_id = r.instance_id;
   out.node_name = r.node_name;
   out.instance_type = group ? group->instance_type : "";
-  out.instance_status = {r.status, r.message};
+  out.instance_status = {name(r.status), r.message};
   out.launch_time = ids::iso_time(r.launch_time);
 }
 
@@ -143,7 +144,7 @@ Result<json> ClusterService::create_cluster(const json& request) {
     row.index = *index;
     row.name = spec->name;
     row.arn = cluster_arn(row.id);
-    row.status = "Creating";
+    row.status = ClusterStatus::kCreating;
     row.spec = spec->to_json();
     row.provisioning = *provisioning;
     row.created_at = row.updated_at = ids::now_seconds();
@@ -179,7 +180,7 @@ Result<json> ClusterService::describe_cluster(const json& request) {
   api::DescribeClusterReply reply;
   for (const auto& g : spec->groups) {
     int current = 0;
-    for (const auto& i : instances) current += i.group == g.name && i.status == "Running";
+    for (const auto& i : instances) current += i.group == g.name && i.status == NodeStatus::kRunning;
     api::InstanceGroupDetails entry;
     entry.instance_group_name = g.name;
     entry.instance_type = g.instance_type;
@@ -193,7 +194,7 @@ Result<json> ClusterService::describe_cluster(const json& request) {
     if (g.warm_spares > 0) {
       entry.warm_spares = g.warm_spares;
       int ready = 0;
-      for (const auto& i : instances) ready += i.group == g.name && i.status == "WarmSpare";
+      for (const auto& i : instances) ready += i.group == g.name && i.status == NodeStatus::kWarmSpare;
       entry.current_warm_spares = ready;
     }
     reply.instance_groups.push_back(std::move(entry));
@@ -201,7 +202,7 @@ Result<json> ClusterService::describe_cluster(const json& request) {
   reply.cluster_arn = cluster->arn;
   reply.cluster_id = cluster->id;
   reply.cluster_name = cluster->name;
-  reply.cluster_status = cluster->status;
+  reply.cluster_status = name(cluster->status);
   reply.creation_time = ids::iso_time(cluster->created_at);
   if (!cluster->failure_message.empty()) reply.failure_message = cluster->failure_message;
   reply.node_recovery = spec->node_recovery;
@@ -214,7 +215,7 @@ Result<json> ClusterService::describe_cluster(const json& request) {
 Result<json> ClusterService::list_clusters(const json&) {
   api::ListClustersReply reply;
   for (const auto& c : store_.clusters()) {
-    reply.cluster_summaries.push_back({c.arn, c.id, c.name, c.status, ids::iso_time(c.created_at)});
+    reply.cluster_summaries.push_back({c.arn, c.id, c.name, name(c.status), ids::iso_time(c.created_at)});
   }
   return reply.to_json();
 }
@@ -253,7 +254,7 @@ Result<json> ClusterService::describe_cluster_node(const json& request) {
     details.life_cycle_config = life_cycle_config(*g);
     details.threads_per_core = g->threads_per_core;
   }
-  details.life_cycle.status = node->lifecycle_status;
+  details.life_cycle.status = name(node->lifecycle_status);
   if (node->lifecycle_exit >= 0) details.life_cycle.exit_code = node->lifecycle_exit;
   details.life_cycle.last_lines = node->lifecycle_tail;
   details.life_cycle.log_path = provider_.lifecycle_log(cluster->id, node->instance_id).string();
@@ -266,11 +267,12 @@ Result<json> ClusterService::describe_cluster_node(const json& request) {
   if (node->terminated_at > 0) details.termination_time = ids::iso_time(node->terminated_at);
   double age = health_.heartbeat_age(node->instance_id);
   if (age >= 0) details.seconds_since_heartbeat = age;
-  details.health = node->health;
+  details.health = name(node->health);
   if (!node->last_verdict.empty()) details.last_verdict = node->last_verdict;
-  if (!node->recovery.empty()) {
+  if (node->recovery.has_value()) {
     details.recovery =
-        api::NodeRecoveryInfo{node->recovery, node->recovery_reason, node->recovery_stage};
+        api::NodeRecoveryInfo{name(*node->recovery), node->recovery_reason,
+                              name(node->recovery_stage)};
   }
   if (!node->replaces.empty()) details.replaces = node->replaces;
   return reply.to_json();
@@ -287,13 +289,13 @@ Result<json> ClusterService::update_cluster(const json& request) {
   auto params = spec::parse_provisioning(cluster->provisioning, *updated);
   if (!params) return params.error();
   Status changed = store_.mutate_cluster(cluster->id, [&](store::ClusterRow& row) -> Status {
-    if (row.status != "InService" && row.status != "Updating") {
+    if (row.status != ClusterStatus::kInService && row.status != ClusterStatus::kUpdating) {
       return make_error(api::kConflictException, "ClusterName: cluster " + row.name + " is " +
-                                                     row.status +
+                                                     name(row.status) +
                                                      "; it can be updated when InService");
     }
     row.spec = updated->to_json();
-    row.status = "Updating";
+    row.status = ClusterStatus::kUpdating;
     row.updated_at = ids::now_seconds();
     std::string counts;
     for (const auto& g : updated->groups) {
@@ -312,8 +314,8 @@ Result<json> ClusterService::delete_cluster(const json& request) {
   auto cluster = find_cluster(store_, request);
   if (!cluster) return cluster.error();
   Status changed = store_.mutate_cluster(cluster->id, [&](store::ClusterRow& row) -> Status {
-    if (row.status == "Deleting") return {};
-    row.status = "Deleting";
+    if (row.status == ClusterStatus::kDeleting) return {};
+    row.status = ClusterStatus::kDeleting;
     auto ev = store_.append_event(
         {0, row.id, 0, "Cluster", "", "", "", "ClusterDeleting", "DeleteCluster accepted"});
     return ev ? Status{} : Status(ev.error());

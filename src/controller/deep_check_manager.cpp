@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "controller/lookup.h"
 #include "controller/node_decisions.h"
+#include "controller/node_state.h"
 #include "controller/slurm_in_node.h"
 #include "controller/transition.h"
 #include "slurm/slurm_client.h"
@@ -22,9 +23,9 @@ DeepCheckManager::DeepCheckManager(store::Store& store, provider::NodeProvider& 
 Result<json> DeepCheckManager::start(const json& request) {
   auto cluster = find_cluster(store_, request);
   if (!cluster) return cluster.error();
-  if (cluster->status != "InService") {
+  if (cluster->status != ClusterStatus::kInService) {
     return make_error(api::kConflictException,
-                      "ClusterName: " + cluster->name + " is " + cluster->status +
+                      "ClusterName: " + cluster->name + " is " + name(cluster->status) +
                           "; deep health checks run on an InService cluster");
   }
   auto model = load_model(store_, *cluster);
@@ -66,9 +67,9 @@ Result<json> DeepCheckManager::start(const json& request) {
     if (!slot || slot->role != spec::NodeRole::kWorker) {
       return invalid("NodeIds: " + r.node_name + " is not a worker node");
     }
-    if (r.status != "Running" || !r.recovery.empty()) {
+    if (r.status != NodeStatus::kRunning || r.recovery.has_value()) {
       return make_error(api::kConflictException,
-                        "NodeIds: " + r.node_name + " is " + r.status + ", not Running");
+                        "NodeIds: " + r.node_name + " is " + name(r.status) + ", not Running");
     }
     names.push_back(r.node_name);
   }
@@ -100,7 +101,7 @@ Result<json> DeepCheckManager::start(const json& request) {
       auto text = check_id + (peer ? ": network test to " + peer->node_name : "");
       Status s = transition(store_, chosen[i], {{"DeepHealthCheckStarted", text}},
                             [&](store::InstanceRow& r) {
-                              r.status = "DeepHealthCheckInProgress";
+                              r.status = NodeStatus::kDeepHealthCheckInProgress;
                               r.message = "deep health check " + check_id;
                               r.deep_check = order.to_json();
                               r.deep_result = nullptr;
@@ -118,7 +119,7 @@ Result<json> DeepCheckManager::start(const json& request) {
 }
 
 json DeepCheckManager::order_for(const store::InstanceRow& row) {
-  if (row.status == "DeepHealthCheckInProgress" && row.deep_check.is_object())
+  if (row.status == NodeStatus::kDeepHealthCheckInProgress && row.deep_check.is_object())
     return row.deep_check;
   return nullptr;
 }
@@ -150,7 +151,7 @@ void DeepCheckManager::reconcile(const store::ClusterRow& cluster, const SlurmVi
   double now = ids::now_seconds();
   auto rows = store_.instances(cluster.id, true);
   auto in_check = [](const store::InstanceRow& r) {
-    return r.status == "DeepHealthCheckInProgress" && r.deep_check.is_object();
+    return r.status == NodeStatus::kDeepHealthCheckInProgress && r.deep_check.is_object();
   };
   auto timed_out = [&](const store::InstanceRow& r) {
     return now - r.deep_check.value("Started", now) > config_.deep_check_timeout_seconds;
@@ -171,17 +172,17 @@ void DeepCheckManager::reconcile(const store::ClusterRow& cluster, const SlurmVi
         decide_deep_check(row.deep_result, config_.deep_check_timeout_seconds);
     const std::string verdict = "Unhealthy: deep-health-check: " + outcome.failed + " -> Replace";
     auto close = [&](store::InstanceRow& x) {
-      x.status = "Running";
+      x.status = NodeStatus::kRunning;
       x.message = "";
       x.deep_check = nullptr;
       x.recovery_since = now;  // watched afresh: the burn may have delayed heartbeats
       if (!outcome.passed) {
-        x.health = "Unhealthy";
+        x.health = Health::kUnhealthy;
         x.last_verdict = verdict;
         x.verdict_time = now;
-        x.recovery = "Replace";
+        x.recovery = RecoveryAction::kReplace;
         x.recovery_reason = "deep-health-check: " + outcome.failed;
-        x.recovery_stage = "Requested";
+        x.recovery_stage = RecoveryStage::kRequested;
       }
     };
     store::Store::InstanceEvents events =

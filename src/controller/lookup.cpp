@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/wire.h"
+#include "controller/node_state.h"
 #include "provider/host/host_inventory.h"
 
 namespace endure::controller {
@@ -26,7 +27,7 @@ Result<store::ClusterRow> find_cluster(store::Store& store, const json& request)
   std::string prefix = cluster_arn("");
   if (name->rfind(prefix, 0) == 0) {
     auto row = store.cluster_by_id(name->substr(prefix.size()));
-    if (row && row->status != "Deleted") return *row;
+    if (row && row->status != ClusterStatus::kDeleted) return *row;
   } else if (auto row = store.cluster_by_name(*name)) {
     return *row;
   }

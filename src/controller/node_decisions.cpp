@@ -68,12 +68,12 @@ PendingDecision pending(PendingStep step, std::string text) {
 PendingDecision decide_pending(const store::InstanceRow& r, const PendingObservation& seen,
                                const PendingLimits& limits) {
   using L = LifecycleStatus;
-  auto stage = parse_recovery_stage(r.recovery_stage).value_or(RecoveryStage::kNone);
+  auto stage = r.recovery_stage;
   bool rebooting = stage == RecoveryStage::kRebooting;
   // A reboot that failed to start turned into a Replace: the recovery manager owns the node
   // now, and no lifecycle timeout may retire it meanwhile.
-  if (!r.recovery.empty() && !rebooting) return {};
-  auto lifecycle = parse_lifecycle_status(r.lifecycle_status).value_or(L::kNotStarted);
+  if (r.recovery.has_value() && !rebooting) return {};
+  auto lifecycle = r.lifecycle_status;
   if (rebooting &&
       (lifecycle == L::kFailed || seen.now - r.recovery_since > limits.reboot_timeout)) {
     return pending(PendingStep::kRebootFailed,
@@ -105,7 +105,7 @@ PendingDecision decide_pending(const store::InstanceRow& r, const PendingObserva
     return run;
   }
   if (ready) {
-    bool recovered = !r.recovery.empty() || !r.replaces.empty();
+    bool recovered = r.recovery.has_value() || !r.replaces.empty();
     std::string how = rebooting ? "rebooted" : (r.replaces.empty() ? "" : "replaced");
     double since = r.recovery_since > 0 ? r.recovery_since : r.launch_time;
     run.event = recovered ? "NodeReturnedToService" : "InstanceRunning";
@@ -162,7 +162,7 @@ HealthDecision decide_health(const store::InstanceRow& row, const HealthObservat
         d.step = HealthStep::kResume;
         return d;
       }
-      if (row.health != name(Health::kHealthy)) d.step = HealthStep::kMarkHealthy;
+      if (row.health != Health::kHealthy) d.step = HealthStep::kMarkHealthy;
       return d;
     }
     action = escalate(action_for_fault(seen.verdict->fault), row.reboots);
@@ -175,15 +175,15 @@ HealthDecision decide_health(const store::InstanceRow& row, const HealthObservat
   return d;
 }
 
-RecoveryStep next_recovery_step(const std::string& recovery, RecoveryStage stage) {
+RecoveryStep next_recovery_step(std::optional<RecoveryAction> recovery, RecoveryStage stage) {
   switch (stage) {
     case RecoveryStage::kRequested:
       return RecoveryStep::kDrain;
     case RecoveryStage::kDrained:
-      if (recovery == "Reboot") return RecoveryStep::kReboot;
-      return recovery == "Replace" ? RecoveryStep::kMarkReplacing : RecoveryStep::kNone;
+      if (recovery == RecoveryAction::kReboot) return RecoveryStep::kReboot;
+      return recovery == RecoveryAction::kReplace ? RecoveryStep::kMarkReplacing : RecoveryStep::kNone;
     case RecoveryStage::kTerminating:
-      return recovery == "Replace" ? RecoveryStep::kDestroy : RecoveryStep::kNone;
+      return recovery == RecoveryAction::kReplace ? RecoveryStep::kDestroy : RecoveryStep::kNone;
     default:
       return RecoveryStep::kNone;
   }
@@ -217,8 +217,8 @@ UpdateDecision decide_update(const store::InstanceRow* row, const std::string& i
     return d;
   }
   const bool worker = seen.role == spec::NodeRole::kWorker;
-  if (row->status == name(NodeStatus::kRunning)) {
-    if (!row->recovery.empty()) return d;  // a recovery first; it may end in a new instance
+  if (row->status == NodeStatus::kRunning) {
+    if (row->recovery.has_value()) return d;  // a recovery first; it may end in a new instance
     if (worker) {
       if (!seen.slurm_node) return d;
       if (!seen.slurm_node->drained()) {
@@ -234,13 +234,13 @@ UpdateDecision decide_update(const store::InstanceRow* row, const std::string& i
     d.step = UpdateStep::kStart;
     return d;
   }
-  if (row->status != name(NodeStatus::kSystemUpdating)) return d;
+  if (row->status != NodeStatus::kSystemUpdating) return d;
   if (row->pid == 0) {
     d.step = UpdateStep::kReimage;
     return d;
   }
   auto lifecycle =
-      parse_lifecycle_status(row->lifecycle_status).value_or(LifecycleStatus::kNotStarted);
+      row->lifecycle_status;
   if (lifecycle == LifecycleStatus::kFailed) {
     d.step = UpdateStep::kFail;
     d.text = "OnCreate failed on the new software: " + row->lifecycle_tail;

@@ -148,7 +148,7 @@ enum class RecoveryStep { kNone, kDrain, kReboot, kMarkReplacing, kDestroy };
 
 // The next effect of a recovery at `stage`: Requested -> drain; Drained -> reboot (Reboot)
 // or mark replacing (Replace); Terminating -> destroy (Replace). kNone otherwise.
-RecoveryStep next_recovery_step(const std::string& recovery, RecoveryStage stage);
+RecoveryStep next_recovery_step(std::optional<RecoveryAction> recovery, RecoveryStage stage);
 
 // --- Closing a deep health check (the deep check manager) ---
 

@@ -5,6 +5,7 @@
 #include "api/wire.h"
 #include "common/ids.h"
 #include "controller/lookup.h"
+#include "controller/node_state.h"
 #include "controller/transition.h"
 #include "spec/cluster_spec.h"
 
@@ -45,11 +46,10 @@ Result<json> batch_delete_nodes(store::Store& store, const json& request) {
            row->node_name + " runs slurmctld and holds Slurm's state: it cannot be deleted");
       continue;
     }
-    if (!row->recovery.empty() || row->status == "SystemUpdating" ||
-        row->status == "ShuttingDown" || row->status == "DeepHealthCheckInProgress") {
+    if (row->recovery.has_value() || row->status == NodeStatus::kSystemUpdating ||
+        row->status == NodeStatus::kShuttingDown || row->status == NodeStatus::kDeepHealthCheckInProgress) {
       fail(id, "NodeIdInUse",
-           row->node_name + " is " + row->status +
-               (row->recovery.empty() ? "" : " (" + row->recovery + " under way)") +
+           row->node_name + " is " + status_text(row->status, row->recovery) +
                "; delete it once that is done");
       continue;
     }
@@ -71,10 +71,10 @@ Result<json> batch_delete_nodes(store::Store& store, const json& request) {
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   Status s = store.transaction([&]() -> Status {
     auto fresh = store.cluster_by_id(cluster->id);
-    if (!fresh || (fresh->status != "InService" && fresh->status != "Updating")) {
+    if (!fresh || (fresh->status != ClusterStatus::kInService && fresh->status != ClusterStatus::kUpdating)) {
       return make_error(api::kConflictException,
                         "ClusterName: cluster " + cluster->name + " is " +
-                            (fresh ? fresh->status : "gone") +
+                            (fresh ? name(fresh->status) : "gone") +
                             "; its nodes can be deleted when InService");
     }
     if (fresh->spec != cluster->spec || fresh->removed_slots != cluster->removed_slots) {
@@ -86,7 +86,7 @@ Result<json> batch_delete_nodes(store::Store& store, const json& request) {
         [&](store::ClusterRow& c) {
           c.spec = spec.to_json();
           c.removed_slots = removed;
-          c.status = "Updating";
+          c.status = ClusterStatus::kUpdating;
           c.updated_at = ids::now_seconds();
         },
         "ClusterUpdating", "BatchDeleteClusterNodes: " + list);

@@ -14,6 +14,7 @@
 #include "common/route.h"
 #include "controller/lookup.h"
 #include "controller/node_bootstrap.h"
+#include "controller/node_state.h"
 #include "controller/shared_fs_grant.h"
 #include "controller/transition.h"
 #include "slurm/slurm_conf.h"
@@ -58,7 +59,7 @@ Status NodeLauncher::ensure_munge_key(const std::string& cluster_id) {
   return fs::atomic_write_file(path, key, 0600);
 }
 
-void NodeLauncher::retire_instance(const store::InstanceRow& row, const std::string& status,
+void NodeLauncher::retire_instance(const store::InstanceRow& row, NodeStatus status,
                                    const std::string& message, bool keep_files) {
   Status s = keep_files ? provider_.terminate(row.cluster_id, row.instance_id)
                         : provider_.destroy(row.cluster_id, row.instance_id);
@@ -67,7 +68,7 @@ void NodeLauncher::retire_instance(const store::InstanceRow& row, const std::str
     return;  // try again next pass; the row stays live so nothing is orphaned
   }
   Status retired = transition(
-      store_, row, {{status == "Failure" ? "InstanceFailed" : "InstanceTerminated", message}},
+      store_, row, {{status == NodeStatus::kFailure ? "InstanceFailed" : "InstanceTerminated", message}},
       [&](store::InstanceRow& r) {
         r.status = status;
         r.message = message;
@@ -83,15 +84,15 @@ void NodeLauncher::remove_extra_instances(const store::ClusterRow& cluster,
   auto rows = store_.instances(cluster.id, false);
   for (const auto& r : rows) {
     if (!is_live(r) || layout.find(r.node_name)) continue;
-    if (r.status != "ShuttingDown" &&
+    if (r.status != NodeStatus::kShuttingDown &&
         !transition(store_, r, {{"InstanceShuttingDown", "slot left the spec (scale down)"}},
                     [](store::InstanceRow& x) {
-                      x.status = "ShuttingDown";
+                      x.status = NodeStatus::kShuttingDown;
                       x.message = "";
                     })) {
       continue;
     }
-    retire_instance(r, "Terminated", "terminated by scale down", false);
+    retire_instance(r, NodeStatus::kTerminated, "terminated by scale down", false);
   }
   // Orphans: files of instances that the store does not hold as live. A running one is
   // killed; the files of a retired instance go unless it failed (its log is kept).
@@ -100,7 +101,7 @@ void NodeLauncher::remove_extra_instances(const store::ClusterRow& cluster,
   for (const auto& id : provider_.instance_ids(cluster.id)) {
     auto it = by_id.find(id);
     if (it != by_id.end() && is_live(*it->second)) continue;
-    bool failed = it != by_id.end() && it->second->status == "Failure";
+    bool failed = it != by_id.end() && it->second->status == NodeStatus::kFailure;
     if (provider_.running(cluster.id, id))
       log::warn("{}: terminating orphan instance {}", cluster.name, id);
     log::ok(failed ? provider_.terminate(cluster.id, id) : provider_.destroy(cluster.id, id),
@@ -123,7 +124,7 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
     const store::InstanceRow* last_failure = nullptr;
     int failures = 0;
     for (const auto& r : rows) {
-      if (r.node_name == slot.node_name && r.status == "Failure" &&
+      if (r.node_name == slot.node_name && r.status == NodeStatus::kFailure &&
           r.launch_time >= cluster.updated_at && !failed_by_its_host(cluster.id, r)) {
         ++failures;
         last_failure = &r;
@@ -142,10 +143,10 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
     row.group = slot.group;
     row.slot = slot.slot;
     row.node_name = slot.node_name;
-    row.status = "Pending";
+    row.status = NodeStatus::kPending;
     row.launch_time = ids::now_seconds();
     row.agent_token = ids::new_token();
-    row.lifecycle_status = "NotStarted";
+    row.lifecycle_status = LifecycleStatus::kNotStarted;
     std::string description =
         failures ? "retrying on a new instance after a failure" : "new instance";
     bool swapped = false;
@@ -169,7 +170,7 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
 void NodeLauncher::claim_hosts(const store::ClusterRow& cluster, const spec::ClusterModel& model) {
   for (const auto& r : store_.instances(cluster.id, true)) {
     const auto* group = model.spec.find_group(r.group);
-    if (r.status != "Pending" || r.pid != 0 || !group || group->host_pool.empty()) continue;
+    if (r.status != NodeStatus::kPending || r.pid != 0 || !group || group->host_pool.empty()) continue;
     if (hosts_.host_of(cluster.id, r.instance_id)) continue;
     auto claimed = hosts_.claim(group->host_pool, cluster.id, r.instance_id, {});
     if (!claimed) {
@@ -213,7 +214,7 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
     }
   };
   for (const auto& r : rows) {
-    if (r.status != "Pending") continue;
+    if (r.status != NodeStatus::kPending) continue;
     if (provider_.running(cluster.id, r.instance_id)) {
       if (r.pid == 0) {  // launched by a controller that died before recording it
         int pid = provider_.pid(cluster.id, r.instance_id);
@@ -223,10 +224,10 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
       }
       continue;
     }
-    if (!r.recovery.empty()) continue;  // a reboot under way: recovery watches it
+    if (r.recovery.has_value()) continue;  // a reboot under way: recovery watches it
     if (r.pid != 0) {
       std::string why = provider_.boot_diagnostics(cluster.id, r.instance_id);
-      retire_instance(r, "Failure",
+      retire_instance(r, NodeStatus::kFailure,
                       "instance stopped during creation" + (why.empty() ? "" : ": " + why), true);
       continue;
     }
@@ -242,7 +243,7 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
       if (!host) continue;  // waits for a host of its pool
       auto url = agent_url_for(config_, host->host.ssh.address);
       if (!url) {
-        retire_instance(r, "Failure", url.error().message, true);
+        retire_instance(r, NodeStatus::kFailure, url.error().message, true);
         continue;
       }
       endpoint = {*url, node::kEndureCaPath};
@@ -250,7 +251,7 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
     auto source = provider_.resolve_lifecycle_source("LifeCycleConfig", group->lifecycle.source_uri,
                                                      group->lifecycle.on_create);
     if (!source) {
-      retire_instance(r, "Failure", source.error().message, true);
+      retire_instance(r, NodeStatus::kFailure, source.error().message, true);
       continue;
     }
     auto auto_resume_token = store_.auto_resume_token(cluster.id);
@@ -275,7 +276,7 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
     crash_point("launch.before_record");
     if (!r.replaces.empty()) crash_point("recovery.after_launch");
     if (!pid) {
-      retire_instance(r, "Failure", "launch failed: " + pid.error().message, true);
+      retire_instance(r, NodeStatus::kFailure, "launch failed: " + pid.error().message, true);
       continue;
     }
     (void)transition(store_, r, {{"InstanceLaunched", "host pid " + std::to_string(*pid)}},

@@ -54,7 +54,7 @@ class NodeLauncher {
   // pool; one the pool has none for waits, saying so (an event when it starts waiting).
   void claim_hosts(const store::ClusterRow& cluster, const spec::ClusterModel& model);
   // Marks an instance terminated (its files stay when keep_files) with its event.
-  void retire_instance(const store::InstanceRow& row, const std::string& status,
+  void retire_instance(const store::InstanceRow& row, NodeStatus status,
                        const std::string& message, bool keep_files);
 
  private:

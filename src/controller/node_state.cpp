@@ -7,65 +7,6 @@
 namespace endure::controller {
 namespace {
 
-template <class E>
-struct Named {
-  E value;
-  const char* name;
-};
-
-// One list per enum: name(), parse_*() and all_*() all read it, so they cannot drift.
-constexpr Named<NodeStatus> kStatusNames[] = {
-    {NodeStatus::kPending, "Pending"},
-    {NodeStatus::kRunning, "Running"},
-    {NodeStatus::kFailure, "Failure"},
-    {NodeStatus::kShuttingDown, "ShuttingDown"},
-    {NodeStatus::kSystemUpdating, "SystemUpdating"},
-    {NodeStatus::kDeepHealthCheckInProgress, "DeepHealthCheckInProgress"},
-    {NodeStatus::kWarmSpare, "WarmSpare"},
-    {NodeStatus::kTerminated, "Terminated"},
-};
-constexpr Named<RecoveryStage> kStageNames[] = {
-    {RecoveryStage::kNone, ""},
-    {RecoveryStage::kRequested, "Requested"},
-    {RecoveryStage::kDrained, "Drained"},
-    {RecoveryStage::kRebooting, "Rebooting"},
-    {RecoveryStage::kTerminating, "Terminating"},
-    {RecoveryStage::kDone, "Done"},
-};
-constexpr Named<LifecycleStatus> kLifecycleNames[] = {
-    {LifecycleStatus::kNotStarted, "NotStarted"}, {LifecycleStatus::kInProgress, "InProgress"},
-    {LifecycleStatus::kSucceeded, "Succeeded"},   {LifecycleStatus::kFailed, "Failed"},
-    {LifecycleStatus::kRebooting, "Rebooting"},
-};
-constexpr Named<Health> kHealthNames[] = {
-    {Health::kUnknown, "Unknown"},
-    {Health::kHealthy, "Healthy"},
-    {Health::kUnhealthy, "Unhealthy"},
-};
-
-template <class E, size_t N>
-const char* name_in(const Named<E> (&names)[N], E value) {
-  for (const auto& n : names) {
-    if (n.value == value) return n.name;
-  }
-  return "?";  // unreachable: every enumerator is listed
-}
-
-template <class E, size_t N>
-std::optional<E> parse_in(const Named<E> (&names)[N], std::string_view text) {
-  for (const auto& n : names) {
-    if (text == n.name) return n.value;
-  }
-  return std::nullopt;
-}
-
-template <class E, size_t N>
-std::vector<E> values_in(const Named<E> (&names)[N]) {
-  std::vector<E> out;
-  for (const auto& n : names) out.push_back(n.value);
-  return out;
-}
-
 using S = NodeStatus;
 using G = RecoveryStage;
 using L = LifecycleStatus;
@@ -194,39 +135,6 @@ std::string edge_label(const char* event) { return *event ? event : "no event"; 
 
 }  // namespace
 
-const char* name(NodeStatus status) { return name_in(kStatusNames, status); }
-const char* name(RecoveryStage stage) { return name_in(kStageNames, stage); }
-const char* name(LifecycleStatus status) { return name_in(kLifecycleNames, status); }
-const char* name(Health health) { return name_in(kHealthNames, health); }
-
-std::optional<NodeStatus> parse_node_status(std::string_view text) {
-  return parse_in(kStatusNames, text);
-}
-std::optional<RecoveryStage> parse_recovery_stage(std::string_view text) {
-  return parse_in(kStageNames, text);
-}
-std::optional<LifecycleStatus> parse_lifecycle_status(std::string_view text) {
-  return parse_in(kLifecycleNames, text);
-}
-std::optional<Health> parse_health(std::string_view text) { return parse_in(kHealthNames, text); }
-
-const std::vector<NodeStatus>& all_node_statuses() {
-  static const auto v = values_in(kStatusNames);
-  return v;
-}
-const std::vector<RecoveryStage>& all_recovery_stages() {
-  static const auto v = values_in(kStageNames);
-  return v;
-}
-const std::vector<LifecycleStatus>& all_lifecycle_statuses() {
-  static const auto v = values_in(kLifecycleNames);
-  return v;
-}
-const std::vector<Health>& all_healths() {
-  static const auto v = values_in(kHealthNames);
-  return v;
-}
-
 std::optional<NodeState> parse_node_state(std::string_view status, std::string_view stage) {
   auto s = parse_node_status(status);
   auto g = parse_recovery_stage(stage);
@@ -237,6 +145,12 @@ std::optional<NodeState> parse_node_state(std::string_view status, std::string_v
 std::string to_string(const NodeState& state) {
   std::string text = name(state.status);
   if (state.stage != RecoveryStage::kNone) text += std::string("/") + name(state.stage);
+  return text;
+}
+
+std::string status_text(NodeStatus status, std::optional<RecoveryAction> recovery) {
+  std::string text = name(status);
+  if (recovery) text += std::string(" (") + name(*recovery) + " under way)";
   return text;
 }
 

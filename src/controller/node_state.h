@@ -1,8 +1,7 @@
 // A node's (instance's) state as types, and every transition endured makes in one table.
 //
-// The store keeps the state as strings (store::InstanceRow::status, recovery_stage,
-// lifecycle_status, health); name() gives exactly those strings and parse_*() reads them back.
-// The pair (status, recovery stage) is the node's state: the node table below lists each
+// The enums themselves are api/states.h's (the store keeps their names and converts at its
+// edge). The pair (status, recovery stage) is the node's state: the node table below lists each
 // change of it with the event written in the same transaction, and check_transition() is
 // the test the one transition function runs before it writes. The lifecycle status (what
 // the node's scripts reported) has its own small table. docs/node-states.md shows both as
@@ -14,49 +13,26 @@
 #include <string_view>
 #include <vector>
 
+#include "api/states.h"
 #include "common/result.h"
 
 namespace endure::controller {
 
-// The cloud API's ClusterInstanceStatus, less NotFound (a BatchAddClusterNodes answer, never
-// stored), plus Terminated (the status of a row whose instance is gone) and WarmSpare.
-enum class NodeStatus {
-  kPending,                    // being launched or rebooted
-  kRunning,                    // in service
-  kFailure,                    // launch or lifecycle failed (or unhealthy, NodeRecovery None)
-  kShuttingDown,               // being terminated (scale down, delete, replacement)
-  kSystemUpdating,             // UpdateClusterSoftware at work on it
-  kDeepHealthCheckInProgress,  // in a StartClusterHealthCheck, in a maintenance reservation
-  kWarmSpare,                  // endure's: booted, checked, in no partition, ready to swap in
-  kTerminated,                 // gone; the row stays for the record
-};
-
-// Where a recovery (InstanceRow::recovery: Reboot or Replace) stands. kNone: none under way.
-enum class RecoveryStage { kNone, kRequested, kDrained, kRebooting, kTerminating, kDone };
-
-// What the node's lifecycle scripts reported: OnCreate on a new instance, the boot scripts
-// after a reboot (kRebooting until they report).
-enum class LifecycleStatus { kNotStarted, kInProgress, kSucceeded, kFailed, kRebooting };
-
-enum class Health { kUnknown, kHealthy, kUnhealthy };
-
-// The strings the store holds: "Pending", ..., "" for RecoveryStage::kNone.
-const char* name(NodeStatus status);
-const char* name(RecoveryStage stage);
-const char* name(LifecycleStatus status);
-const char* name(Health health);
-
-// nullopt for a string that names no value. parse_recovery_stage("") is kNone.
-std::optional<NodeStatus> parse_node_status(std::string_view text);
-std::optional<RecoveryStage> parse_recovery_stage(std::string_view text);
-std::optional<LifecycleStatus> parse_lifecycle_status(std::string_view text);
-std::optional<Health> parse_health(std::string_view text);
-
-// Every value, in declaration order: for tests and for rendering.
-const std::vector<NodeStatus>& all_node_statuses();
-const std::vector<RecoveryStage>& all_recovery_stages();
-const std::vector<LifecycleStatus>& all_lifecycle_statuses();
-const std::vector<Health>& all_healths();
+using api::ClusterStatus;
+using api::Health;
+using api::LifecycleStatus;
+using api::name;
+using api::NodeStatus;
+using api::parse_health;
+using api::parse_lifecycle_status;
+using api::parse_node_status;
+using api::parse_recovery_stage;
+using api::RecoveryAction;
+using api::RecoveryStage;
+using api::all_healths;
+using api::all_lifecycle_statuses;
+using api::all_node_statuses;
+using api::all_recovery_stages;
 
 struct NodeState {
   NodeStatus status = NodeStatus::kPending;
@@ -69,6 +45,9 @@ std::optional<NodeState> parse_node_state(std::string_view status, std::string_v
 
 // "Running/Requested"; "Running" when no recovery is under way.
 std::string to_string(const NodeState& state);
+
+// "Running", or "Running (Reboot under way)" while a recovery is.
+std::string status_text(NodeStatus status, std::optional<RecoveryAction> recovery);
 
 // True where a row may end: Terminated always; Failure when the instance was retired
 // (terminated_at set). A Failure marked by NodeRecovery None stays live until shut down.

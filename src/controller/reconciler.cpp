@@ -7,6 +7,7 @@
 #include "common/log.h"
 #include "controller/lookup.h"
 #include "controller/node_decisions.h"
+#include "controller/node_state.h"
 #include "controller/recovery_policy.h"
 #include "controller/shared_fs_grant.h"
 #include "controller/slurm_conf_push.h"
@@ -72,8 +73,8 @@ void Reconciler::reconcile_all() {
 }
 
 void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
-  if (cluster.status == "Deleting") return delete_cluster(cluster);
-  if (cluster.status == "Failed") return;
+  if (cluster.status == ClusterStatus::kDeleting) return delete_cluster(cluster);
+  if (cluster.status == ClusterStatus::kFailed) return;
   auto parsed = load_model(store_, cluster);
   if (!parsed) {
     fail_cluster(cluster, parsed.error().message);
@@ -98,7 +99,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   // fails it with the reason rather than leaving it Creating for ever.
   if (const auto& shared = parsed->spec.shared_fs) {
     if (auto s = grant_shared_fs(config_, cluster.id, *shared); !s) {
-      if (cluster.status == "Creating") return fail_cluster(cluster, s.error().message);
+      if (cluster.status == ClusterStatus::kCreating) return fail_cluster(cluster, s.error().message);
       log::error("{}: {}", cluster.name, s.error().message);
       return;
     }
@@ -122,7 +123,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
     }
     client.emplace(slurm_in_node(provider_, cluster.id, r.instance_id));
     view.client = &*client;
-    if (r.status == "Running" || r.recovery_stage == "Rebooting") {
+    if (r.status == NodeStatus::kRunning || r.recovery_stage == RecoveryStage::kRebooting) {
       restart_dead_slurmctld(store_, provider_, cluster, r, *client);
       if (auto nodes = client->nodes(); nodes) {
         for (auto& n : *nodes) view.nodes[n.name] = n;
@@ -151,13 +152,13 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
   PendingObservation seen;
   seen.now = ids::now_seconds();
   for (const auto& r : store_.instances(cluster.id, true)) {
-    if (r.node_name == layout.controller_node && r.status == "Running") {
+    if (r.node_name == layout.controller_node && r.status == NodeStatus::kRunning) {
       seen.controller_running = true;
     }
   }
   const PendingLimits limits = pending_limits(config_);
   for (const auto& r : store_.instances(cluster.id, true)) {
-    if (r.status != "Pending") continue;
+    if (r.status != NodeStatus::kPending) continue;
     const auto* slot = layout.find(r.node_name);
     if (!slot) continue;
     seen.role = slot->role;
@@ -166,7 +167,7 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
     seen.slurm_node = it == slurm.nodes.end() ? std::nullopt : std::optional(it->second);
     // Asked only where it decides something: it runs scontrol in the controller node.
     seen.controller_up = slot->role == spec::NodeRole::kController &&
-                         r.lifecycle_status == "Succeeded" && slurm.client &&
+                         r.lifecycle_status == LifecycleStatus::kSucceeded && slurm.client &&
                          slurm.client->controller_up();
     PendingDecision d = decide_pending(r, seen, limits);
     switch (d.step) {
@@ -176,13 +177,13 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
         (void)transition(store_, r, {}, [&](store::InstanceRow& x) { x.message = d.text; });
         break;
       case PendingStep::kRetire:
-        launcher_.retire_instance(r, "Failure", d.text, true);
+        launcher_.retire_instance(r, NodeStatus::kFailure, d.text, true);
         break;
       case PendingStep::kRebootFailed:
         (void)transition(store_, r, {{"RebootFailed", d.text}}, [&](store::InstanceRow& x) {
-          x.recovery = "Replace";
+          x.recovery = RecoveryAction::kReplace;
           x.recovery_reason = "reboot-failed: " + d.text;
-          x.recovery_stage = "Requested";
+          x.recovery_stage = RecoveryStage::kRequested;
         });
         break;
       case PendingStep::kRun: {
@@ -201,11 +202,11 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
         crash_point("running.before_record");
         if (d.event == "NodeReturnedToService") crash_point("recovery.before_return");
         Status s = transition(store_, r, {{d.event, d.text}}, [&](store::InstanceRow& x) {
-          x.status = slot->spare ? "WarmSpare" : "Running";
+          x.status = slot->spare ? NodeStatus::kWarmSpare : NodeStatus::kRunning;
           x.message = "";
-          x.health = "Healthy";
-          x.recovery = "";
-          x.recovery_stage = "";
+          x.health = Health::kHealthy;
+          x.recovery = std::nullopt;
+          x.recovery_stage = RecoveryStage::kNone;
           x.recovery_since = seen.now;  // watched from here on
         });
         // Jobs waiting to resume on this node are grown back in the next pass.
@@ -218,11 +219,11 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
 
 void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
                                        const spec::ClusterLayout& layout) {
-  if (cluster.status != "Creating" && cluster.status != "Updating") return;
+  if (cluster.status != ClusterStatus::kCreating && cluster.status != ClusterStatus::kUpdating) return;
   auto rows = store_.instances(cluster.id, true);
   if (rows.size() != layout.nodes.size()) return;
   for (const auto& r : rows) {
-    if (r.status != "Running" && r.status != "WarmSpare") return;
+    if (r.status != NodeStatus::kRunning && r.status != NodeStatus::kWarmSpare) return;
   }
   auto fresh = store_.cluster_by_id(cluster.id);
   if (!fresh || fresh->applied_conf_hash != slurm_files_hash(layout)) {
@@ -231,19 +232,19 @@ void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
   crash_point("inservice.before_record");
   double took = ids::now_seconds() - cluster.updated_at;
   (void)transition(
-      store_, cluster, [](store::ClusterRow& c) { c.status = "InService"; }, "ClusterInService",
+      store_, cluster, [](store::ClusterRow& c) { c.status = ClusterStatus::kInService; }, "ClusterInService",
       fmt::format("{} instances Running; {} took {:.1f} s", rows.size(),
-                  cluster.status == "Creating" ? "CreateCluster" : "UpdateCluster", took));
+                  cluster.status == ClusterStatus::kCreating ? "CreateCluster" : "UpdateCluster", took));
 }
 
 void Reconciler::fail_cluster(const store::ClusterRow& cluster, const std::string& message) {
   for (const auto& r : store_.instances(cluster.id, true)) {
-    if (r.status == "Pending") launcher_.retire_instance(r, "Failure", "cluster failed", true);
+    if (r.status == NodeStatus::kPending) launcher_.retire_instance(r, NodeStatus::kFailure, "cluster failed", true);
   }
   (void)transition(
       store_, cluster,
       [&](store::ClusterRow& c) {
-        c.status = "Failed";
+        c.status = ClusterStatus::kFailed;
         c.failure_message = message;
       },
       "ClusterFailed", message);
@@ -251,11 +252,11 @@ void Reconciler::fail_cluster(const store::ClusterRow& cluster, const std::strin
 
 void Reconciler::delete_cluster(const store::ClusterRow& cluster) {
   for (const auto& r : store_.instances(cluster.id, true)) {
-    if (r.status != "ShuttingDown" &&
-        !transition(store_, r, {}, [](store::InstanceRow& x) { x.status = "ShuttingDown"; })) {
+    if (r.status != NodeStatus::kShuttingDown &&
+        !transition(store_, r, {}, [](store::InstanceRow& x) { x.status = NodeStatus::kShuttingDown; })) {
       continue;
     }
-    launcher_.retire_instance(r, "Terminated", "cluster deleted", false);
+    launcher_.retire_instance(r, NodeStatus::kTerminated, "cluster deleted", false);
   }
   for (const auto& id : provider_.instance_ids(cluster.id)) {
     log::ok(provider_.destroy(cluster.id, id), cluster.name + ": destroy " + id);
@@ -275,7 +276,7 @@ void Reconciler::delete_cluster(const store::ClusterRow& cluster) {
     return;  // tried again next pass: a deleted cluster leaves no key behind
   }
   (void)transition(
-      store_, cluster, [](store::ClusterRow& c) { c.status = "Deleted"; }, "ClusterDeleted",
+      store_, cluster, [](store::ClusterRow& c) { c.status = ClusterStatus::kDeleted; }, "ClusterDeleted",
       "every instance terminated and its files removed");
 }
 

@@ -7,6 +7,7 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/node_decisions.h"
+#include "controller/node_state.h"
 #include "controller/recovery_policy.h"
 #include "controller/transition.h"
 
@@ -23,12 +24,13 @@ RecoveryManager::RecoveryManager(store::Store& store, provider::NodeProvider& pr
 bool RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
                                 const spec::ClusterLayout& layout, const SlurmView& slurm) {
   for (const auto& row : store_.instances(cluster.id, true)) {
-    if (row.status == "Running" && row.recovery.empty()) judge(cluster, spec, layout, row, slurm);
+    if (row.status == NodeStatus::kRunning && !row.recovery) judge(cluster, spec, layout, row, slurm);
   }
   bool acted = false;
   for (const auto& row : store_.instances(cluster.id, true)) {
     const auto& stage = row.recovery_stage;
-    if (stage == "Requested" || stage == "Drained" || stage == "Terminating") {
+    if (stage == RecoveryStage::kRequested || stage == RecoveryStage::kDrained ||
+        stage == RecoveryStage::kTerminating) {
       act(cluster, layout, row, slurm);
       acted = true;
     }
@@ -47,13 +49,13 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
   if (!seen.verdict) seen.verdict = silence_.confirm(row, row.node_name == layout.controller_node);
   seen.is_controller = row.node_name == layout.controller_node;
   seen.recovery_enabled = spec.node_recovery != "None";
-  seen.update_under_way = cluster.status == "SystemUpdating";
+  seen.update_under_way = cluster.status == ClusterStatus::kSystemUpdating;
   HealthDecision d = decide_health(row, seen);
   switch (d.step) {
     case HealthStep::kNothing:
       return;
     case HealthStep::kMarkHealthy:
-      (void)transition(store_, row, {}, [](store::InstanceRow& x) { x.health = "Healthy"; });
+      (void)transition(store_, row, {}, [](store::InstanceRow& x) { x.health = Health::kHealthy; });
       return;
     case HealthStep::kResume:
       if (slurm.client &&
@@ -75,9 +77,9 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
         events.push_back({"NodeDrained", "NodeRecovery is None: drained, no action taken"});
       }
       (void)transition(store_, row, events, [&](store::InstanceRow& x) {
-        x.status = "Failure";
+        x.status = NodeStatus::kFailure;
         x.message = d.reason;
-        x.health = "Unhealthy";
+        x.health = Health::kUnhealthy;
         x.last_verdict = d.verdict;
         x.verdict_time = ids::now_seconds();
       });
@@ -85,12 +87,12 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
     }
     case HealthStep::kRecover:
       (void)transition(store_, row, {{"NodeUnhealthy", d.verdict}}, [&](store::InstanceRow& x) {
-        x.health = "Unhealthy";
+        x.health = Health::kUnhealthy;
         x.last_verdict = d.verdict;
         x.verdict_time = ids::now_seconds();
-        x.recovery = action_name(d.action);
+        x.recovery = d.action;
         x.recovery_reason = d.reason;
-        x.recovery_stage = "Requested";
+        x.recovery_stage = RecoveryStage::kRequested;
         x.recovery_since = ids::now_seconds();
       });
       return;
@@ -104,7 +106,7 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
 void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
                           const store::InstanceRow& row, const SlurmView& slurm,
                           bool drained_already) {
-  auto stage = parse_recovery_stage(row.recovery_stage).value_or(RecoveryStage::kNone);
+  auto stage = row.recovery_stage;
   for (;;) {
     switch (next_recovery_step(row.recovery, stage)) {
       case RecoveryStep::kNone:
@@ -125,9 +127,9 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
       case RecoveryStep::kMarkReplacing: {
         Status s = transition(store_, row, {{"NodeReplacing", row.recovery_reason}},
                               [&](store::InstanceRow& x) {
-                                x.status = "ShuttingDown";
+                                x.status = NodeStatus::kShuttingDown;
                                 x.message = "Replacing: " + row.recovery_reason;
-                                x.recovery_stage = "Terminating";
+                                x.recovery_stage = RecoveryStage::kTerminating;
                               });
         if (!s) return;
         stage = RecoveryStage::kTerminating;
@@ -146,9 +148,9 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
         crash_point("recovery.after_terminate");
         if (transition(store_, row, {{"InstanceTerminated", "replaced: " + row.recovery_reason}},
                        [&](store::InstanceRow& x) {
-                         x.status = "Terminated";
+                         x.status = NodeStatus::kTerminated;
                          x.message = "replaced: " + row.recovery_reason;
-                         x.recovery_stage = "Done";
+                         x.recovery_stage = RecoveryStage::kDone;
                          x.pid = 0;
                          x.terminated_at = ids::now_seconds();
                        })) {
@@ -169,7 +171,7 @@ void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::Cluste
   // jobs handed to auto-resume already. Nothing to do again on the way to a Replace.
   auto seen = slurm.nodes.find(row.node_name);
   bool still_drained = drained_already ||
-                       (row.status == "Pending" && seen != slurm.nodes.end() &&
+                       (row.status == NodeStatus::kPending && seen != slurm.nodes.end() &&
                         seen->second.drained() &&
                         seen->second.reason.rfind(kDrainReasonPrefix, 0) == 0);
   if (worker && slurm.client && !still_drained) {
@@ -191,17 +193,17 @@ void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::Cluste
   if (drained)
     events.push_back({"NodeDrained", "down and drained in Slurm: " + row.recovery_reason});
   (void)transition(store_, row, events,
-                   [](store::InstanceRow& x) { x.recovery_stage = "Drained"; });
+                   [](store::InstanceRow& x) { x.recovery_stage = RecoveryStage::kDrained; });
 }
 
 bool RecoveryManager::reboot(const store::ClusterRow& cluster, const store::InstanceRow& row) {
   Status s =
       transition(store_, row, {{"NodeRebooting", row.recovery_reason}}, [&](store::InstanceRow& x) {
-        x.status = "Pending";
+        x.status = NodeStatus::kPending;
         x.message = "Rebooting: " + row.recovery_reason;
-        x.lifecycle_status = "Rebooting";
+        x.lifecycle_status = LifecycleStatus::kRebooting;
         x.reboots += 1;
-        x.recovery_stage = "Rebooting";
+        x.recovery_stage = RecoveryStage::kRebooting;
         x.recovery_since = ids::now_seconds();
       });
   if (!s) return false;
@@ -213,9 +215,9 @@ bool RecoveryManager::reboot(const store::ClusterRow& cluster, const store::Inst
   }
   return transition(store_, row, {{"RebootFailed", pid.error().message}},
                    [&](store::InstanceRow& x) {
-                     x.recovery = "Replace";
+                     x.recovery = RecoveryAction::kReplace;
                      x.recovery_reason = "reboot-failed: " + pid.error().message;
-                     x.recovery_stage = "Requested";
+                     x.recovery_stage = RecoveryStage::kRequested;
                    })
       .ok();
 }
@@ -235,19 +237,18 @@ Status RecoveryManager::request(const store::ClusterRow& cluster, const spec::Cl
                           ") runs slurmctld and holds Slurm's state: it cannot be replaced; "
                           "reboot it instead");
   }
-  if (row->status != "Running" || !row->recovery.empty()) {
+  if (row->status != NodeStatus::kRunning || row->recovery.has_value()) {
     return make_error("InvalidInstanceStatus",
-                      instance_id + " is " + row->status +
-                          (row->recovery.empty() ? "" : " (" + row->recovery + " under way)") +
+                      instance_id + " is " + status_text(row->status, row->recovery) +
                           "; only a Running instance can be " +
                           (action == RecoveryAction::kReboot ? "rebooted" : "replaced"));
   }
   return transition(store_, *row,
                     {{"NodeRecoveryRequested", reason + " -> " + action_name(action)}},
                     [&](store::InstanceRow& x) {
-                      x.recovery = action_name(action);
+                      x.recovery = action;
                       x.recovery_reason = reason;
-                      x.recovery_stage = "Requested";
+                      x.recovery_stage = RecoveryStage::kRequested;
                       x.recovery_since = ids::now_seconds();
                       x.last_verdict = "requested: " + reason + " -> " + action_name(action);
                       x.verdict_time = ids::now_seconds();

@@ -1,16 +1,8 @@
 #include "controller/recovery_policy.h"
 
+#include "controller/node_state.h"
+
 namespace endure::controller {
-
-const char* action_name(RecoveryAction action) {
-  return action == RecoveryAction::kReboot ? "Reboot" : "Replace";
-}
-
-std::optional<RecoveryAction> parse_action(const std::string& name) {
-  if (name == "Reboot") return RecoveryAction::kReboot;
-  if (name == "Replace") return RecoveryAction::kReplace;
-  return std::nullopt;
-}
 
 RecoveryAction action_for_fault(const std::string& kind) {
   if (kind == "hang" || kind == "slurmd-gone" || kind == "fsx-hang" || kind == "fsx-error") {

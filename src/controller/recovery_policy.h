@@ -18,12 +18,16 @@
 #include <optional>
 #include <string>
 
+#include "api/states.h"
+
 namespace endure::controller {
 
-enum class RecoveryAction { kReboot, kReplace };
+using api::RecoveryAction;
 
-const char* action_name(RecoveryAction action);  // "Reboot", "Replace"
-std::optional<RecoveryAction> parse_action(const std::string& name);
+inline const char* action_name(RecoveryAction action) { return api::name(action); }
+inline std::optional<RecoveryAction> parse_action(const std::string& name) {
+  return api::parse_recovery_action(name);
+}
 
 inline constexpr int kMaxReboots = 2;
 inline constexpr double kRebootWindowSeconds = 3600;

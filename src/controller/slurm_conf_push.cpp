@@ -8,6 +8,7 @@
 
 #include "api/node_contract.h"
 #include "common/log.h"
+#include "controller/node_state.h"
 #include "controller/slurm_in_node.h"
 #include "controller/transition.h"
 #include "slurm/slurm_client.h"
@@ -63,7 +64,7 @@ void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
            log::ok(provider.write_file(cluster.id, r.instance_id, node::kHostsPath, hosts), what);
       return std::make_pair(ok, false);
     }));
-    if (r.node_name == layout.controller_node && r.status == "Running") controller = &r;
+    if (r.node_name == layout.controller_node && r.status == NodeStatus::kRunning) controller = &r;
   }
   bool written = true, held = true;
   for (auto& w : writes) {

@@ -1,6 +1,7 @@
 #include "controller/slurmctld_watch.h"
 
 #include "common/log.h"
+#include "controller/node_state.h"
 #include "controller/slurm_in_node.h"
 
 namespace endure::controller {
@@ -10,7 +11,7 @@ bool restart_dead_slurmctld(store::Store& store, provider::NodeProvider& provide
                             const slurm::SlurmClient& client) {
   if (cluster.applied_conf_hash.empty()) return false;
   // A controller being launched, rebooted or updated starts slurmctld itself.
-  if (controller.status != "Running" || !controller.recovery.empty()) return false;
+  if (controller.status != NodeStatus::kRunning || controller.recovery.has_value()) return false;
   // Only a process that is gone: a slurmctld that is slow to answer is waited for.
   if (client.controller_running()) return false;
   log::warn("{}: slurmctld on {} is not running: starting it again", cluster.name,

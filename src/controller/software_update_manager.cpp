@@ -8,6 +8,7 @@
 #include "controller/lookup.h"
 #include "controller/node_bootstrap.h"
 #include "controller/node_decisions.h"
+#include "controller/node_state.h"
 #include "controller/recovery_policy.h"
 #include "controller/software_update_plan.h"
 #include "controller/transition.h"
@@ -42,16 +43,16 @@ Result<json> SoftwareUpdateManager::start(const json& request) {
   if (!plan) return plan.error();
   Status s = store_.transaction([&]() -> Status {
     auto fresh = store_.cluster_by_id(cluster->id);
-    if (!fresh || fresh->status != "InService") {
+    if (!fresh || fresh->status != ClusterStatus::kInService) {
       return make_error(api::kConflictException,
                         "ClusterName: cluster " + cluster->name + " is " +
-                            (fresh ? fresh->status : "gone") +
+                            (fresh ? name(fresh->status) : "gone") +
                             "; its software can be updated when InService");
     }
     return transition(
         store_, *fresh,
         [&](store::ClusterRow& c) {
-          c.status = "SystemUpdating";
+          c.status = ClusterStatus::kSystemUpdating;
           c.software_update = plan->to_json();
           c.updated_at = ids::now_seconds();
         },
@@ -66,7 +67,7 @@ Result<json> SoftwareUpdateManager::start(const json& request) {
 bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
                                       const spec::ClusterLayout& layout, const SlurmView& slurm) {
   auto fresh = store_.cluster_by_id(cluster.id);
-  if (!fresh || fresh->status != "SystemUpdating") return false;
+  if (!fresh || fresh->status != ClusterStatus::kSystemUpdating) return false;
   auto stored = SoftwareUpdatePlan::from_json(fresh->software_update);
   if (!stored) {
     log::error("{}: {}", cluster.name, stored.error().message);
@@ -78,7 +79,7 @@ bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
   PendingObservation seen;
   seen.now = ids::now_seconds();
   if (const auto* c = live(layout.controller_node))
-    seen.controller_running = c->status == "Running";
+    seen.controller_running = c->status == NodeStatus::kRunning;
   const PendingLimits limits = pending_limits(config_);
   bool acted = false;
   for (const auto& flight : std::vector(plan.in_flight)) {
@@ -115,9 +116,9 @@ bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
       case UpdateStep::kStart: {
         Status s = transition(store_, *row, {{"NodeUpdating", "software update " + plan.id}},
                               [&](store::InstanceRow& x) {
-                                x.status = "SystemUpdating";
+                                x.status = NodeStatus::kSystemUpdating;
                                 x.message = "software update " + plan.id;
-                                x.lifecycle_status = "NotStarted";
+                                x.lifecycle_status = LifecycleStatus::kNotStarted;
                                 x.pid = 0;
                                 x.recovery_since = seen.now;  // the update's clock
                               });
@@ -151,9 +152,9 @@ bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
                                                       "{:.1f} s after it started",
                                                       plan.id, seen.now - row->recovery_since)}},
                          [&](store::InstanceRow& x) {
-                           x.status = "Running";
+                           x.status = NodeStatus::kRunning;
                            x.message = "";
-                           x.health = "Healthy";
+                           x.health = Health::kHealthy;
                            x.recovery_since = seen.now;  // watched from here on
                          });
           return t ? save_plan(store_, cluster.id, next) : t;
@@ -169,14 +170,14 @@ bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
         Status s = store_.transaction([&]() -> Status {
           Status t =
               transition(store_, *row, {{"NodeUnhealthy", verdict}}, [&](store::InstanceRow& x) {
-                x.status = "Running";
+                x.status = NodeStatus::kRunning;
                 x.message = "";
-                x.health = "Unhealthy";
+                x.health = Health::kUnhealthy;
                 x.last_verdict = verdict;
                 x.verdict_time = seen.now;
-                x.recovery = "Replace";
+                x.recovery = RecoveryAction::kReplace;
                 x.recovery_reason = reason;
-                x.recovery_stage = "Requested";
+                x.recovery_stage = RecoveryStage::kRequested;
                 x.recovery_since = seen.now;
               });
           return t ? save_plan(store_, cluster.id, next) : t;
@@ -205,7 +206,7 @@ bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
     (void)transition(
         store_, *fresh,
         [](store::ClusterRow& c) {
-          c.status = "InService";
+          c.status = ClusterStatus::kInService;
           c.software_update = nullptr;
         },
         "ClusterSoftwareUpdated",

@@ -9,26 +9,15 @@ namespace {
 // The change fn made to r, against the tables: (status, stage) and the lifecycle status.
 Status check(const store::InstanceRow& before, const store::InstanceRow& after,
              const std::string& first_event) {
-  auto from = parse_node_state(before.status, before.recovery_stage);
-  auto to = parse_node_state(after.status, after.recovery_stage);
-  if (!from || !to) {
-    return make_error("InvalidTransition", "unknown node state " + before.status + "/" +
-                                               before.recovery_stage + " -> " + after.status + "/" +
-                                               after.recovery_stage);
-  }
+  NodeState from{before.status, before.recovery_stage};
+  NodeState to{after.status, after.recovery_stage};
   bool lifecycle_changed = before.lifecycle_status != after.lifecycle_status;
   // A lifecycle report moves the lifecycle alone: its event belongs to that table.
-  if (!lifecycle_changed || !(*from == *to)) {
-    if (Status s = check_transition(from, *to, first_event); !s) return s;
+  if (!lifecycle_changed || !(from == to)) {
+    if (Status s = check_transition(from, to, first_event); !s) return s;
   }
   if (!lifecycle_changed) return {};
-  auto lc_from = parse_lifecycle_status(before.lifecycle_status);
-  auto lc_to = parse_lifecycle_status(after.lifecycle_status);
-  if (!lc_from || !lc_to) {
-    return make_error("InvalidTransition", "unknown lifecycle status " + before.lifecycle_status +
-                                               " -> " + after.lifecycle_status);
-  }
-  return check_lifecycle_transition(*lc_from, *lc_to, first_event);
+  return check_lifecycle_transition(before.lifecycle_status, after.lifecycle_status, first_event);
 }
 
 }  // namespace
@@ -57,9 +46,8 @@ Status transition(store::Store& store, const store::InstanceRow& row,
 
 Status insert_node(store::Store& store, const store::InstanceRow& row,
                    const std::string& description) {
-  auto to = parse_node_state(row.status, row.recovery_stage);
-  Status s = to ? check_transition(std::nullopt, *to, "InstanceLaunching")
-                : Status(make_error("InvalidTransition", "unknown node state " + row.status));
+  Status s = check_transition(std::nullopt, NodeState{row.status, row.recovery_stage},
+                              "InstanceLaunching");
   if (s) {
     s = store.transaction([&]() -> Status {
       if (auto st = store.insert_instance(row); !st) return st;
@@ -89,7 +77,8 @@ Status transition(store::Store& store, const store::ClusterRow& cluster,
         if (stored.status != before.status &&
             (before.status != cluster.status || before.updated_at != cluster.updated_at)) {
           return make_error("InvalidTransition",
-                            "changed since it was read (now " + before.status + "): not applied");
+                            std::string("changed since it was read (now ") + name(before.status) +
+                                "): not applied");
         }
         return {};
       },

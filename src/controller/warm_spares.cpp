@@ -8,6 +8,7 @@
 #include "common/crash_point.h"
 #include "common/ids.h"
 #include "common/log.h"
+#include "controller/node_state.h"
 #include "controller/slurm_in_node.h"
 #include "controller/transition.h"
 
@@ -20,8 +21,8 @@ bool WarmSpares::swap_in(const store::ClusterRow& cluster, const spec::ClusterLa
   std::vector<store::InstanceRow> ready;
   std::string controller;
   for (auto& r : store_.instances(cluster.id, true)) {
-    if (r.node_name == layout.controller_node && r.status == "Running") controller = r.instance_id;
-    if (r.status == "WarmSpare" && r.group == slot.group) ready.push_back(std::move(r));
+    if (r.node_name == layout.controller_node && r.status == NodeStatus::kRunning) controller = r.instance_id;
+    if (r.status == NodeStatus::kWarmSpare && r.group == slot.group) ready.push_back(std::move(r));
   }
   // The same spare each time it is asked: one a crash left half swapped in is finished.
   std::sort(ready.begin(), ready.end(),
@@ -51,7 +52,7 @@ bool WarmSpares::swap_in(const store::ClusterRow& cluster, const spec::ClusterLa
                                    slot.node_name, replaced.instance_id, replaced.recovery_reason);
     Status recorded =
         transition(store_, spare, {{"WarmSpareSwappedIn", text}}, [&](store::InstanceRow& x) {
-          x.status = "Pending";
+          x.status = NodeStatus::kPending;
           x.node_name = slot.node_name;
           x.slot = slot.slot;
           x.replaces = replaced.instance_id;
@@ -65,7 +66,7 @@ bool WarmSpares::swap_in(const store::ClusterRow& cluster, const spec::ClusterLa
 
 void WarmSpares::watch(const store::ClusterRow& cluster) {
   for (const auto& r : store_.instances(cluster.id, true)) {
-    if (r.status != "WarmSpare") continue;
+    if (r.status != NodeStatus::kWarmSpare) continue;
     if (auto verdict =
             health_.assess(r.instance_id, provider_.running(cluster.id, r.instance_id))) {
       lose(r, verdict->fault + ": " + verdict->detail);
@@ -84,7 +85,7 @@ void WarmSpares::lose(const store::InstanceRow& spare, const std::string& reason
     return;  // tried again next pass
   }
   if (transition(store_, spare, {{"WarmSpareLost", reason}}, [&](store::InstanceRow& x) {
-        x.status = "Terminated";
+        x.status = NodeStatus::kTerminated;
         x.message = "spare lost: " + reason;
         x.pid = 0;
         x.terminated_at = ids::now_seconds();

@@ -7,6 +7,11 @@ namespace endure::store {
 
 using detail::db_error;
 using detail::Stmt;
+using api::ClusterStatus;
+using api::Health;
+using api::LifecycleStatus;
+using api::NodeStatus;
+using api::RecoveryStage;
 
 namespace {
 
@@ -120,6 +125,13 @@ CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 )sql";
 
+// The state columns hold the enums' names (api/states.h); a name this build does not know
+// (a newer endured's, a hand edit) reads as the column's default.
+template <class E>
+E stored(std::optional<E> parsed, E otherwise) {
+  return parsed.value_or(otherwise);
+}
+
 constexpr const char* kClusterCols =
     "id, name, arn, status, failure_message, spec, provisioning, idx, applied_conf_hash, "
     "created_at, updated_at, software_update, removed_slots";
@@ -129,7 +141,7 @@ ClusterRow read_cluster(const Stmt& s) {
   r.id = s.text(0);
   r.name = s.text(1);
   r.arn = s.text(2);
-  r.status = s.text(3);
+  r.status = stored(api::parse_cluster_status(s.text(3)), ClusterStatus::kFailed);
   r.failure_message = s.text(4);
   r.spec = json::parse(s.text(5), nullptr, false);
   r.provisioning = json::parse(s.text(6), nullptr, false);
@@ -157,21 +169,22 @@ InstanceRow read_instance(const Stmt& s) {
   r.group = s.text(2);
   r.slot = s.i32(3);
   r.node_name = s.text(4);
-  r.status = s.text(5);
+  r.status = stored(api::parse_node_status(s.text(5)), NodeStatus::kFailure);
   r.message = s.text(6);
   r.launch_time = s.real(7);
   r.pid = s.i32(8);
   r.agent_token = s.text(9);
-  r.lifecycle_status = s.text(10);
+  r.lifecycle_status =
+      stored(api::parse_lifecycle_status(s.text(10)), LifecycleStatus::kNotStarted);
   r.lifecycle_exit = s.i32(11);
   r.lifecycle_tail = s.text(12);
   r.last_heartbeat = s.real(13);
   r.terminated_at = s.real(14);
-  r.health = s.text(15);
+  r.health = stored(api::parse_health(s.text(15)), Health::kUnknown);
   r.last_verdict = s.text(16);
-  r.recovery = s.text(17);
+  r.recovery = api::parse_recovery_action(s.text(17));
   r.recovery_reason = s.text(18);
-  r.recovery_stage = s.text(19);
+  r.recovery_stage = stored(api::parse_recovery_stage(s.text(19)), RecoveryStage::kNone);
   r.recovery_since = s.real(20);
   r.reboots = s.i32(21);
   r.replaces = s.text(22);
@@ -184,11 +197,12 @@ InstanceRow read_instance(const Stmt& s) {
 }
 
 void bind_instance_values(Stmt& s, const InstanceRow& r) {
-  s.bind(r.cluster_id).bind(r.group).bind(r.slot).bind(r.node_name).bind(r.status)
+  s.bind(r.cluster_id).bind(r.group).bind(r.slot).bind(r.node_name).bind(api::name(r.status))
       .bind(r.message).bind(r.launch_time).bind(r.pid).bind(r.agent_token)
-      .bind(r.lifecycle_status).bind(r.lifecycle_exit).bind(r.lifecycle_tail)
-      .bind(r.last_heartbeat).bind(r.terminated_at).bind(r.health).bind(r.last_verdict)
-      .bind(r.recovery).bind(r.recovery_reason).bind(r.recovery_stage).bind(r.recovery_since)
+      .bind(api::name(r.lifecycle_status)).bind(r.lifecycle_exit).bind(r.lifecycle_tail)
+      .bind(r.last_heartbeat).bind(r.terminated_at).bind(api::name(r.health))
+      .bind(r.last_verdict).bind(r.recovery ? api::name(*r.recovery) : "")
+      .bind(r.recovery_reason).bind(api::name(r.recovery_stage)).bind(r.recovery_since)
       .bind(r.reboots).bind(r.replaces).bind(r.deep_check.dump()).bind(r.deep_result.dump())
       .bind(r.verdict_time);
 }
@@ -281,7 +295,7 @@ Status Store::insert_cluster(const ClusterRow& r) {
   Stmt s(db_, "INSERT INTO clusters (id, name, arn, status, failure_message, spec, provisioning, "
               "idx, applied_conf_hash, created_at, updated_at, software_update, removed_slots) "
               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  s.bind(r.id).bind(r.name).bind(r.arn).bind(r.status).bind(r.failure_message).bind(r.spec.dump())
+  s.bind(r.id).bind(r.name).bind(r.arn).bind(api::name(r.status)).bind(r.failure_message).bind(r.spec.dump())
       .bind(r.provisioning.dump()).bind(r.index).bind(r.applied_conf_hash).bind(r.created_at)
       .bind(r.updated_at).bind(r.software_update.dump()).bind(r.removed_slots.dump());
   return s.run("insert cluster " + r.name);
@@ -292,7 +306,7 @@ Status Store::update_cluster(const ClusterRow& r) {
   Stmt s(db_, "UPDATE clusters SET name=?, arn=?, status=?, failure_message=?, spec=?, "
               "provisioning=?, idx=?, applied_conf_hash=?, created_at=?, updated_at=?, "
               "software_update=?, removed_slots=? WHERE id=?");
-  s.bind(r.name).bind(r.arn).bind(r.status).bind(r.failure_message).bind(r.spec.dump())
+  s.bind(r.name).bind(r.arn).bind(api::name(r.status)).bind(r.failure_message).bind(r.spec.dump())
       .bind(r.provisioning.dump()).bind(r.index).bind(r.applied_conf_hash).bind(r.created_at)
       .bind(r.updated_at).bind(r.software_update.dump()).bind(r.removed_slots.dump()).bind(r.id);
   return s.run("update cluster " + r.name);

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/states.h"
 #include "common/json.h"
 #include "common/result.h"
 
@@ -27,7 +28,7 @@ struct ClusterRow {
   std::string id;    // 12 hex digits
   std::string name;  // ClusterName, unique among clusters not deleted
   std::string arn;
-  std::string status;  // Creating, InService, Updating, SystemUpdating, Deleting, Failed, Deleted
+  api::ClusterStatus status = api::ClusterStatus::kCreating;
   std::string failure_message;
   json spec;          // the validated CreateCluster request, as ClusterSpec::to_json()
   json provisioning;  // the validated provisioning parameters
@@ -45,23 +46,23 @@ struct InstanceRow {
   std::string group;      // InstanceGroupName
   int slot = 0;           // n in the hostname <group>-<n>
   std::string node_name;  // <group>-<n>, the Slurm NodeName and hostname
-  std::string status;     // Pending, Running, Failure, ShuttingDown, ...
+  api::NodeStatus status = api::NodeStatus::kPending;
   std::string message;
   double launch_time = 0;
   int pid = 0;                   // host pid of the node's first process (0: not launched)
   std::string agent_token;       // the node's join credential
-  std::string lifecycle_status;  // NotStarted, InProgress, Succeeded, Failed
+  api::LifecycleStatus lifecycle_status = api::LifecycleStatus::kNotStarted;
   int lifecycle_exit = -1;
   std::string lifecycle_tail;
   double last_heartbeat = 0;
   double terminated_at = 0;  // 0 while the instance exists
   // Health and recovery (see controller/recovery_policy.h).
-  std::string health = "Unknown";  // Unknown, Healthy, Unhealthy
+  api::Health health = api::Health::kUnknown;
   std::string last_verdict;        // "Unhealthy: hang: no heartbeat for 6 s -> Reboot"
   double verdict_time = 0;         // when last_verdict was given (0: never)
-  std::string recovery;            // "", Reboot, Replace: the action under way
+  std::optional<api::RecoveryAction> recovery;  // the action under way, if any
   std::string recovery_reason;
-  std::string recovery_stage;  // "", Requested, Drained, Rebooting, Terminating, Done
+  api::RecoveryStage recovery_stage = api::RecoveryStage::kNone;
   double recovery_since = 0;
   int reboots = 0;       // reboots of this instance
   std::string replaces;  // the instance this one replaced, if any

@@ -113,7 +113,7 @@ StepNode healthy(const std::string& name) {
   StepNode n;
   n.name = name;
   n.known = true;
-  n.status = "Running";
+  n.status = api::NodeStatus::kRunning;
   n.launch_time = kStart - 500;
   n.last_heartbeat = kAfter;
   return n;
@@ -180,7 +180,7 @@ TEST(AutoResumePolicyTest, NodeReplacedDuringTheStepIsAFault) {
 
 TEST(AutoResumePolicyTest, RebootUnderWayIsAFault) {
   StepNode rebooting = healthy("worker-3");
-  rebooting.recovery = "Reboot";
+  rebooting.recovery = api::RecoveryAction::kReboot;
   auto j = judge_step({rebooting, healthy("worker-0")}, kStart, kFailed, kSettle);
   EXPECT_EQ(j.decision, StepDecision::kFault);
   EXPECT_EQ(j.faulty, Hosts{"worker-3"});
@@ -189,8 +189,10 @@ TEST(AutoResumePolicyTest, RebootUnderWayIsAFault) {
 }
 
 TEST(AutoResumePolicyTest, NodeNotRunningIsAFault) {
-  for (const std::string status : {"Pending", "ShuttingDown", "Failure", ""}) {
-    SCOPED_TRACE("status \"" + status + "\"");
+  for (const std::optional<api::NodeStatus> status :
+       {std::optional(api::NodeStatus::kPending), std::optional(api::NodeStatus::kShuttingDown),
+        std::optional(api::NodeStatus::kFailure), std::optional<api::NodeStatus>()}) {
+    SCOPED_TRACE(std::string("status \"") + (status ? api::name(*status) : "") + "\"");
     StepNode down = healthy("worker-1");
     down.status = status;
     auto j = judge_step({healthy("worker-0"), down}, kStart, kFailed, kSettle);
@@ -231,8 +233,8 @@ TEST(AutoResumePolicyTest, UnknownNodesAreIgnored) {
   StepNode stranger;
   stranger.name = "elsewhere-0";
   stranger.known = false;
-  stranger.status = "";
-  stranger.recovery = "Replace";
+  stranger.status = std::nullopt;
+  stranger.recovery = api::RecoveryAction::kReplace;
   stranger.launch_time = kStart + 10;
   stranger.last_fault_time = kStart + 10;
   stranger.last_fault = "NodeUnhealthy: crash";
@@ -253,7 +255,7 @@ TEST(AutoResumePolicyTest, SeveralFaultyNodesAreAllListed) {
   StepNode replaced = healthy("worker-2");
   replaced.launch_time = kStart + 40;
   StepNode rebooting = healthy("worker-4");
-  rebooting.recovery = "Reboot";
+  rebooting.recovery = api::RecoveryAction::kReboot;
   auto j = judge_step({unhealthy, healthy("worker-0"), replaced, healthy("worker-3"), rebooting},
                       kStart, kFailed, kSettle);
   EXPECT_EQ(j.decision, StepDecision::kFault);
@@ -266,7 +268,7 @@ TEST(AutoResumePolicyTest, FaultWinsOverAMissingHeartbeat) {
   StepNode quiet = healthy("worker-0");
   quiet.last_heartbeat = 0;
   StepNode rebooting = healthy("worker-1");
-  rebooting.recovery = "Reboot";
+  rebooting.recovery = api::RecoveryAction::kReboot;
   auto j = judge_step({quiet, rebooting}, kStart, kFailed, kSettle);
   EXPECT_EQ(j.decision, StepDecision::kFault);
   EXPECT_EQ(j.faulty, Hosts{"worker-1"});

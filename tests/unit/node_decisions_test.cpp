@@ -68,8 +68,8 @@ store::InstanceRow pending_row(const std::string& lifecycle = "Succeeded") {
   r.instance_id = "i-0";
   r.group = "worker";
   r.node_name = "worker-0";
-  r.status = "Pending";
-  r.lifecycle_status = lifecycle;
+  r.status = api::NodeStatus::kPending;
+  r.lifecycle_status = *api::parse_lifecycle_status(lifecycle);
   r.launch_time = 1000;
   r.pid = 42;
   return r;
@@ -197,8 +197,8 @@ TEST(PendingNode, AReplacementReturnsToServiceCountedFromTheFault) {
 
 store::InstanceRow rebooting_row(const std::string& lifecycle) {
   auto r = pending_row(lifecycle);
-  r.recovery = "Reboot";
-  r.recovery_stage = "Rebooting";
+  r.recovery = api::RecoveryAction::kReboot;
+  r.recovery_stage = api::RecoveryStage::kRebooting;
   r.recovery_since = 5000;
   r.lifecycle_tail = "mount failed";
   return r;
@@ -238,10 +238,10 @@ TEST(PendingNode, AFailedRebootTurnedReplaceIsLeftToRecovery) {
   // reboot() could not start the node: Pending, its recovery now a Replace at Requested.
   // The launch-time lifecycle limit must not retire it as a creation failure.
   auto r = rebooting_row("Rebooting");
-  r.recovery = "Replace";
-  r.recovery_stage = "Requested";
+  r.recovery = api::RecoveryAction::kReplace;
+  r.recovery_stage = api::RecoveryStage::kRequested;
   EXPECT_EQ(decide_pending(r, seen_at(1000 + 5000), kLimits).step, PendingStep::kNothing);
-  r.recovery_stage = "Drained";
+  r.recovery_stage = api::RecoveryStage::kDrained;
   EXPECT_EQ(decide_pending(r, seen_at(1000 + 5000), kLimits).step, PendingStep::kNothing);
 }
 
@@ -249,15 +249,15 @@ TEST(PendingNode, AFailedRebootTurnedReplaceIsLeftToRecovery) {
 
 store::InstanceRow running_row() {
   store::InstanceRow r = pending_row();
-  r.status = "Running";
-  r.health = "Healthy";
+  r.status = api::NodeStatus::kRunning;
+  r.health = api::Health::kHealthy;
   return r;
 }
 
 TEST(NodeHealth, AHealthyNodeIsLeftOrMarkedHealthy) {
   EXPECT_EQ(decide_health(running_row(), {}).step, HealthStep::kNothing);
   auto r = running_row();
-  r.health = "Unknown";
+  r.health = api::Health::kUnknown;
   EXPECT_EQ(decide_health(r, {}).step, HealthStep::kMarkHealthy);
 }
 
@@ -373,7 +373,7 @@ TEST(RecoverySteps, EachStageHasOneNextEffect) {
            {"Replace", S::kDone, RecoveryStep::kNone},
            {"", S::kNone, RecoveryStep::kNone},
        }) {
-    EXPECT_EQ(next_recovery_step(c.recovery, c.stage), c.step)
+    EXPECT_EQ(next_recovery_step(api::parse_recovery_action(c.recovery), c.stage), c.step)
         << c.recovery << " at " << name(c.stage);
   }
 }

@@ -145,8 +145,9 @@ store::InstanceRow node(const std::string& status) {
   store::InstanceRow r;
   r.instance_id = "i-1";
   r.node_name = "worker-1";
-  r.status = status;
-  r.lifecycle_status = status == "Running" ? "Succeeded" : "NotStarted";
+  r.status = *api::parse_node_status(status);
+  r.lifecycle_status = status == "Running" ? api::LifecycleStatus::kSucceeded
+                                           : api::LifecycleStatus::kNotStarted;
   r.pid = 7;
   r.recovery_since = 1000;
   return r;
@@ -182,7 +183,7 @@ TEST(SoftwareUpdateNode, AReplacedNodeIsDoneAndARecoveryGoesFirst) {
   auto r = node("Running");
   EXPECT_EQ(decide_update(&r, "i-0", seen("idle"), kUpdateLimits).step, UpdateStep::kDone);
   EXPECT_EQ(decide_update(nullptr, "i-1", seen("idle"), kUpdateLimits).step, UpdateStep::kDone);
-  r.recovery = "Replace";
+  r.recovery = api::RecoveryAction::kReplace;
   EXPECT_EQ(decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kUpdateLimits).step,
             UpdateStep::kWait);
 }
@@ -195,10 +196,10 @@ TEST(SoftwareUpdateNode, AMarkedNodeNotYetReimagedIsReimaged) {
 
 TEST(SoftwareUpdateNode, ItFinishesOnceOnCreateSucceededAndSlurmSeesIt) {
   auto r = node("SystemUpdating");
-  r.lifecycle_status = "InProgress";
+  r.lifecycle_status = api::LifecycleStatus::kInProgress;
   EXPECT_EQ(decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kUpdateLimits).step,
             UpdateStep::kWait);
-  r.lifecycle_status = "Succeeded";
+  r.lifecycle_status = api::LifecycleStatus::kSucceeded;
   EXPECT_EQ(decide_update(&r, "i-1", seen("down", {"NOT_RESPONDING"}), kUpdateLimits).step,
             UpdateStep::kWait);
   auto done = decide_update(&r, "i-1", seen("idle", {"DRAIN"}), kUpdateLimits);
@@ -208,12 +209,12 @@ TEST(SoftwareUpdateNode, ItFinishesOnceOnCreateSucceededAndSlurmSeesIt) {
 
 TEST(SoftwareUpdateNode, AFailedOrLateUpdateIsAFault) {
   auto r = node("SystemUpdating");
-  r.lifecycle_status = "Failed";
+  r.lifecycle_status = api::LifecycleStatus::kFailed;
   r.lifecycle_tail = "munged: no key";
   auto failed = decide_update(&r, "i-1", seen("down"), kUpdateLimits);
   EXPECT_EQ(failed.step, UpdateStep::kFail);
   EXPECT_EQ(failed.text, "OnCreate failed on the new software: munged: no key");
-  r.lifecycle_status = "InProgress";
+  r.lifecycle_status = api::LifecycleStatus::kInProgress;
   auto o = seen("down");
   o.now = 1000 + 1021;
   auto late = decide_update(&r, "i-1", o, kUpdateLimits);

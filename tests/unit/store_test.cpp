@@ -28,7 +28,7 @@ ClusterRow make_cluster(const std::string& id, const std::string& name, int inde
   r.id = id;
   r.name = name;
   r.arn = "arn:aws:sagemaker:local:000000000000:cluster/" + id;
-  r.status = status;
+  r.status = *api::parse_cluster_status(status);
   r.failure_message = "";
   r.spec = {
       {"ClusterName", name},
@@ -51,10 +51,10 @@ InstanceRow make_instance(const std::string& instance_id, const std::string& clu
   r.group = group;
   r.slot = slot;
   r.node_name = group + "-" + std::to_string(slot);
-  r.status = "Pending";
+  r.status = api::NodeStatus::kPending;
   r.launch_time = 1700000100.125;
   r.agent_token = "token-" + instance_id;
-  r.lifecycle_status = "NotStarted";
+  r.lifecycle_status = api::LifecycleStatus::kNotStarted;
   return r;
 }
 
@@ -224,7 +224,7 @@ TEST_F(StoreTest, ClusterRoundTripsEveryField) {
   ClusterRow u = c;
   u.name = "train-2";
   u.arn = c.arn + "-x";
-  u.status = "Failed";
+  u.status = api::ClusterStatus::kFailed;
   u.failure_message = "lifecycle script failed";
   u.spec = {{"ClusterName", "train-2"}, {"Nested", {{"z", 1}, {"a", {1, 2, 3}}}}};
   u.provisioning = {{"worker_groups", json::array()}, {"controller_group", "ctl"}};
@@ -253,7 +253,7 @@ TEST_F(StoreTest, ClusterRoundTripsEveryField) {
 TEST_F(StoreTest, AClusterStatusDecidedOnAnOlderRowIsRefused) {
   ClusterRow read = make_cluster("0123456789ab", "ml", 1, "Updating");
   ASSERT_TRUE(store_->insert_cluster(read).ok());
-  auto in_service = [](ClusterRow& c) { c.status = "InService"; };
+  auto in_service = [](ClusterRow& c) { c.status = api::ClusterStatus::kInService; };
   ASSERT_TRUE(store_->mutate_cluster(read.id, [](ClusterRow& c) -> Status {
     c.updated_at += 1;  // UpdateCluster again
     return {};
@@ -261,18 +261,18 @@ TEST_F(StoreTest, AClusterStatusDecidedOnAnOlderRowIsRefused) {
   EXPECT_FALSE(controller::transition(*store_, read, in_service, "ClusterInService", "done"));
   read = *store_->cluster_by_id(read.id);
   ASSERT_TRUE(store_->mutate_cluster(read.id, [](ClusterRow& c) -> Status {
-    c.status = "Deleting";
+    c.status = api::ClusterStatus::kDeleting;
     return {};
   }));
   EXPECT_FALSE(controller::transition(*store_, read, in_service, "ClusterInService", "done"));
-  EXPECT_EQ(store_->cluster_by_id(read.id)->status, "Deleting");
+  EXPECT_EQ(store_->cluster_by_id(read.id)->status, api::ClusterStatus::kDeleting);
   EXPECT_TRUE(store_->events(read.id).empty());
   // What the pass did to Slurm is recorded all the same: no status changes with it.
   EXPECT_TRUE(controller::transition(
       *store_, read, [](ClusterRow& c) { c.applied_conf_hash = "h1"; }, "SlurmConfigApplied", ""));
   auto fresh = store_->cluster_by_id(read.id);
   EXPECT_TRUE(controller::transition(
-      *store_, *fresh, [](ClusterRow& c) { c.status = "Deleted"; }, "ClusterDeleted", ""));
+      *store_, *fresh, [](ClusterRow& c) { c.status = api::ClusterStatus::kDeleted; }, "ClusterDeleted", ""));
   EXPECT_EQ(store_->events(read.id).size(), 2u);
 }
 
@@ -289,22 +289,22 @@ TEST_F(StoreTest, InstanceRoundTripsEveryField) {
   u.group = "worker-b";
   u.slot = 5;
   u.node_name = "worker-b-5";
-  u.status = "Running";
+  u.status = api::NodeStatus::kRunning;
   u.message = "multi\nline message";
   u.launch_time = 1700000200.5;
   u.pid = 424242;
   u.agent_token = "another-token";
-  u.lifecycle_status = "Failed";
+  u.lifecycle_status = api::LifecycleStatus::kFailed;
   u.lifecycle_exit = 3;
   u.lifecycle_tail = "line 1\nline 2\n";
   u.last_heartbeat = 1700000300.25;
   u.terminated_at = 1700000400.75;
-  u.health = "Unhealthy";
+  u.health = api::Health::kUnhealthy;
   u.last_verdict = "Unhealthy: xid: Xid 79 -> Replace";
   u.verdict_time = 1700000350.5;
-  u.recovery = "Replace";
+  u.recovery = api::RecoveryAction::kReplace;
   u.recovery_reason = "xid: Xid 79";
-  u.recovery_stage = "Terminating";
+  u.recovery_stage = api::RecoveryStage::kTerminating;
   u.recovery_since = 1700000350.5;
   u.reboots = 2;
   u.replaces = "i-0123456789abcdef1";
@@ -347,7 +347,7 @@ TEST_F(StoreTest, ClusterByNameIgnoresDeletedAndLiveNameIsUnique) {
   EXPECT_EQ(dup.error().code, "StoreError");
   EXPECT_FALSE(store_->cluster_by_id(second.id).has_value());
 
-  first.status = "Deleted";
+  first.status = api::ClusterStatus::kDeleted;
   ASSERT_TRUE(store_->update_cluster(first).ok());
   EXPECT_FALSE(store_->cluster_by_name("ml").has_value());
   EXPECT_TRUE(store_->cluster_by_id(first.id).has_value());  // still there by id
@@ -371,7 +371,7 @@ TEST_F(StoreTest, LiveClusterIndexIsUniqueAndADeletedOneIsFreed) {
   ASSERT_TRUE(store_
                   ->mutate_cluster("aaaaaaaaaaa1",
                                    [](ClusterRow& r) -> Status {
-                                     r.status = "Deleted";
+                                     r.status = api::ClusterStatus::kDeleted;
                                      return {};
                                    })
                   .ok());
@@ -501,13 +501,13 @@ TEST_F(StoreTest, MutateInstanceChangesFieldsAndKeepsOthers) {
   ASSERT_TRUE(store_->insert_instance(i).ok());
 
   Status s = store_->mutate_instance(i.instance_id, [](InstanceRow& r) -> Status {
-    r.status = "Running";
+    r.status = api::NodeStatus::kRunning;
     r.pid = 1234;
     return {};
   });
   ASSERT_TRUE(s.ok()) << s.error().message;
   InstanceRow want = i;
-  want.status = "Running";
+  want.status = api::NodeStatus::kRunning;
   want.pid = 1234;
   auto got = store_->instance(i.instance_id);
   ASSERT_TRUE(got.has_value());
@@ -531,7 +531,7 @@ TEST_F(StoreTest, MutateInstanceErrorFromFnChangesNothing) {
   InstanceRow i = make_instance("i-00000000000000001", c.id, "worker", 0);
   ASSERT_TRUE(store_->insert_instance(i).ok());
   Status s = store_->mutate_instance(i.instance_id, [](InstanceRow& r) -> Status {
-    r.status = "Failure";
+    r.status = api::NodeStatus::kFailure;
     r.pid = 99;
     return make_error("Nope", "changed my mind");
   });
@@ -547,13 +547,13 @@ TEST_F(StoreTest, MutateClusterChangesFieldsUnknownIdAndFnError) {
   ASSERT_TRUE(store_->insert_cluster(c).ok());
 
   Status s = store_->mutate_cluster(c.id, [](ClusterRow& r) -> Status {
-    r.status = "InService";
+    r.status = api::ClusterStatus::kInService;
     r.applied_conf_hash = "00000000deadbeef";
     return {};
   });
   ASSERT_TRUE(s.ok()) << s.error().message;
   ClusterRow want = c;
-  want.status = "InService";
+  want.status = api::ClusterStatus::kInService;
   want.applied_conf_hash = "00000000deadbeef";
   auto got = store_->cluster_by_id(c.id);
   ASSERT_TRUE(got.has_value());
@@ -564,7 +564,7 @@ TEST_F(StoreTest, MutateClusterChangesFieldsUnknownIdAndFnError) {
   EXPECT_EQ(s.error().code, "ResourceNotFound");
 
   s = store_->mutate_cluster(c.id, [](ClusterRow& r) -> Status {
-    r.status = "Failed";
+    r.status = api::ClusterStatus::kFailed;
     r.failure_message = "should not stick";
     return make_error("Nope", "abort");
   });

@@ -20,7 +20,7 @@ class TrainingStoreTest : public test::StoreFixture {
     c.id = "aaaaaaaaaaaa";
     c.name = "ml";
     c.arn = "arn:endure:local:cluster/" + c.id;
-    c.status = "InService";
+    c.status = api::ClusterStatus::kInService;
     c.spec = json::object();
     c.provisioning = json::object();
     c.index = 1;

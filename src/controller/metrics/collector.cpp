@@ -9,14 +9,19 @@ namespace {
 
 constexpr int kEventPage = 1000;
 
-const std::vector<std::string>& cluster_statuses() {
-  static const std::vector<std::string> statuses = {"Creating",       "InService", "Updating",
-                                                    "SystemUpdating", "Deleting",  "Failed"};
+using api::ClusterStatus;
+using api::NodeStatus;
+
+// Every status but Deleted: a deleted cluster is not shown.
+const std::vector<ClusterStatus>& cluster_statuses() {
+  static const std::vector<ClusterStatus> statuses = {
+      ClusterStatus::kCreating, ClusterStatus::kInService, ClusterStatus::kUpdating,
+      ClusterStatus::kSystemUpdating, ClusterStatus::kDeleting, ClusterStatus::kFailed};
   return statuses;
 }
 
-bool serving(const std::string& status) {
-  return status == "InService" || status == "Updating" || status == "SystemUpdating";
+bool serving(ClusterStatus status) {
+  return status == ClusterStatus::kInService || status == ClusterStatus::kUpdating || status == ClusterStatus::kSystemUpdating;
 }
 
 // The groups a cluster's spec declares, then any other group a row names.
@@ -113,7 +118,7 @@ void Collector::write_state(TextWriter& out, const std::vector<ClusterView>& clu
   out.family("endure_cluster_status", "gauge", "1 for the cluster's current status, else 0.");
   for (const auto& c : clusters) {
     for (const auto& s : cluster_statuses()) {
-      out.sample("endure_cluster_status", {{"cluster", c.row.name}, {"status", s}},
+      out.sample("endure_cluster_status", {{"cluster", c.row.name}, {"status", api::name(s)}},
                  c.row.status == s ? 1 : 0);
     }
   }
@@ -123,7 +128,7 @@ void Collector::write_state(TextWriter& out, const std::vector<ClusterView>& clu
       std::map<std::string, double> by_status;
       for (const auto& s : p_.node_statuses) by_status[s] = 0;
       for (const auto& r : c.instances) {
-        if (r.group == group) by_status[r.status] += 1;
+        if (r.group == group) by_status[api::name(r.status)] += 1;
       }
       for (const auto& [status, n] : by_status) {
         out.sample("endure_nodes", {{"cluster", c.row.name}, {"group", group}, {"status", status}},
@@ -136,7 +141,7 @@ void Collector::write_state(TextWriter& out, const std::vector<ClusterView>& clu
   for (const auto& c : clusters) {
     for (const auto& group : groups_of(c.row, c.instances)) {
       double ready = 0;
-      for (const auto& r : c.instances) ready += r.group == group && r.status == "WarmSpare";
+      for (const auto& r : c.instances) ready += r.group == group && r.status == NodeStatus::kWarmSpare;
       out.sample("endure_warm_spares_ready", {{"cluster", c.row.name}, {"group", group}}, ready);
     }
   }

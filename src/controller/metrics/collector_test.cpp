@@ -17,7 +17,7 @@ class CollectorTest : public test::StoreFixture {
     c.id = "c0ffee000001";
     c.name = "demo";
     c.arn = "arn:endure:cluster/" + c.id;
-    c.status = "InService";
+    c.status = api::ClusterStatus::kInService;
     c.spec = {{"ClusterName", "demo"},
               {"InstanceGroups",
                {{{"InstanceGroupName", "controller"}, {"InstanceCount", 1}},
@@ -39,8 +39,8 @@ class CollectorTest : public test::StoreFixture {
     r.node_name = node;
     r.slot = node.back() - '0';
     r.agent_token = "token-" + id;
-    r.status = status;
-    r.lifecycle_status = "Succeeded";
+    r.status = *api::parse_node_status(status);
+    r.lifecycle_status = api::LifecycleStatus::kSucceeded;
     ASSERT_TRUE(store_->insert_instance(r).ok());
   }
 

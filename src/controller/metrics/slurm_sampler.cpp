@@ -10,6 +10,8 @@ namespace endure::metrics {
 namespace {
 
 using namespace std::chrono_literals;
+using api::ClusterStatus;
+using api::NodeStatus;
 
 // The exporter's names (its nodes.go matches sinfo's %T by these prefixes).
 std::string node_state_name(const slurm::NodeState& n) {
@@ -35,7 +37,7 @@ std::string queue_state_name(const std::string& job_state) {
 }
 
 bool live(const store::ClusterRow& c) {
-  return c.status != "Deleted" && c.status != "Deleting" && c.status != "Failed";
+  return c.status != ClusterStatus::kDeleted && c.status != ClusterStatus::kDeleting && c.status != ClusterStatus::kFailed;
 }
 
 }  // namespace
@@ -90,7 +92,7 @@ SlurmSampler::ClientFor SlurmSampler::in_controller_node(store::Store& store,
     std::string group =
         c.provisioning.is_object() ? c.provisioning.value("controller_group", "") : "";
     for (const auto& r : store.instances(c.id, true)) {
-      if (r.group != group || r.status != "Running" || !provider.running(c.id, r.instance_id)) {
+      if (r.group != group || r.status != NodeStatus::kRunning || !provider.running(c.id, r.instance_id)) {
         continue;
       }
       return controller::slurm_in_node(provider, c.id, r.instance_id);
