@@ -12,7 +12,7 @@ namespace {
 struct Shown {
   std::string cluster;
   std::string job;
-  std::string status;
+  TrainingStatus status;
   store::TrainingRun run;
 };
 
@@ -28,8 +28,8 @@ metrics::Collector::FamilyWriter training_families(store::Store& store) {
     std::vector<Shown> shown;
     for (const auto& cluster : store.clusters()) {
       for (auto& run : store.training_runs(cluster.id)) {
-        std::string status = training_status(run, now);
-        bool live = status == "Running" || status == "Idle";
+        TrainingStatus status = training_status(run, now);
+        bool live = status == TrainingStatus::kRunning || status == TrainingStatus::kIdle;
         if (!live && now - run.last_time > kTrainingMetricsKeepSeconds) continue;
         shown.push_back({cluster.name, std::to_string(run.job_id), status, std::move(run)});
       }
@@ -70,7 +70,7 @@ metrics::Collector::FamilyWriter training_families(store::Store& store) {
                "1 while a training job reports steps (a line in the last minute), else 0.");
     for (const auto& s : shown) {
       out.sample("endure_train_running", {{"cluster", s.cluster}, {"job", s.job}},
-                 s.status == "Running" ? 1 : 0);
+                 s.status == TrainingStatus::kRunning ? 1 : 0);
     }
   };
 }

@@ -18,10 +18,25 @@ double record_number(const json& record, const char* key) {
   return it != record.end() && it->is_number() ? it->get<double>() : 0;
 }
 
-std::string training_status(const store::TrainingRun& run, double now) {
-  if (run.end_kind == "done") return "Done";
-  if (run.end_kind == "stopped") return "Stopped";
-  return now - run.last_time <= kTrainingIdleSeconds ? "Running" : "Idle";
+const char* name(TrainingStatus status) {
+  switch (status) {
+    case TrainingStatus::kRunning:
+      return "Running";
+    case TrainingStatus::kIdle:
+      return "Idle";
+    case TrainingStatus::kDone:
+      return "Done";
+    case TrainingStatus::kStopped:
+      return "Stopped";
+  }
+  return "?";
+}
+
+TrainingStatus training_status(const store::TrainingRun& run, double now) {
+  if (run.end_kind == "done") return TrainingStatus::kDone;
+  if (run.end_kind == "stopped") return TrainingStatus::kStopped;
+  return now - run.last_time <= kTrainingIdleSeconds ? TrainingStatus::kRunning
+                                                     : TrainingStatus::kIdle;
 }
 
 Result<json> TrainingService::report(const store::ClusterRow& cluster, const json& request) {
@@ -45,7 +60,7 @@ Result<json> TrainingService::list_runs(const json& request) {
     s.first_time = run.first_time;
     s.last_time = run.last_time;
     s.resumes = run.resumes;
-    s.status = training_status(run, now);
+    s.status = name(training_status(run, now));
     if (run.last_step) {
       const json& r = run.last_step->record;
       s.last_step = run.last_step->step;

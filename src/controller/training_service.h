@@ -16,8 +16,11 @@ inline constexpr double kTrainingIdleSeconds = 60;
 // A number of a trainer line ({"loss": 3.1, ...}); 0 when the line has none.
 double record_number(const json& record, const char* key);
 
-// The run's status as ListTrainingRuns words it, at time now.
-std::string training_status(const store::TrainingRun& run, double now);
+enum class TrainingStatus { kRunning, kIdle, kDone, kStopped };
+const char* name(TrainingStatus status);  // as ListTrainingRuns words it: "Running", ...
+
+// The run's status at time now.
+TrainingStatus training_status(const store::TrainingRun& run, double now);
 
 class TrainingService {
  public:

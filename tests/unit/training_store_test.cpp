@@ -138,10 +138,10 @@ TEST_F(TrainingStoreTest, MetricsShowTheNewestStepOfALiveRun) {
 TEST(TrainingStatus, RunningUntilAMinuteOfSilenceUnlessItEnded) {
   store::TrainingRun run;
   run.last_time = 1000;
-  EXPECT_EQ(controller::training_status(run, 1030), "Running");
-  EXPECT_EQ(controller::training_status(run, 1061), "Idle");
+  EXPECT_STREQ(name(controller::training_status(run, 1030)), "Running");
+  EXPECT_STREQ(name(controller::training_status(run, 1061)), "Idle");
   run.end_kind = "stopped";
-  EXPECT_EQ(controller::training_status(run, 1030), "Stopped");
+  EXPECT_STREQ(name(controller::training_status(run, 1030)), "Stopped");
 }
 
 }  // namespace
