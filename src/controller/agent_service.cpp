@@ -105,15 +105,9 @@ Result<json> AgentService::report_lifecycle(const std::string& instance_id, cons
   report.last_lines = *last_lines;
   auto change = decide_lifecycle_report(row->lifecycle_status, *reported, report.exit_code);
   if (!change) return api::AgentReportLifecycleReply{}.to_json();
-  store::Store::InstanceEvents events;
-  if (!change->event.empty()) events.push_back({change->event, change->description});
   // Checked against the stored row inside the transaction: a reboot that raced this report
   // makes it InvalidTransition, and the agent reports again.
-  Status s = transition(store_, *row, events, [&](store::InstanceRow& r) {
-    r.lifecycle_status = change->to;
-    r.lifecycle_exit = report.exit_code;
-    r.lifecycle_tail = report.last_lines;
-  });
+  Status s = apply(store_, *row, record_lifecycle(*change, report.exit_code, report.last_lines));
   if (!s) return s.error();
   // A replacement's OnCreate outcome is stored and the agent not yet answered: the agent
   // reports again, and the repeat changes nothing.

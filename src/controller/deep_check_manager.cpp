@@ -99,13 +99,7 @@ Result<json> DeepCheckManager::start(const json& request) {
                                 .started = ids::now_seconds(),
                                 .peer = peer ? std::optional(peer->address) : std::nullopt};
       auto text = check_id + (peer ? ": network test to " + peer->node_name : "");
-      Status s = transition(store_, chosen[i], {{"DeepHealthCheckStarted", text}},
-                            [&](store::InstanceRow& r) {
-                              r.status = NodeStatus::kDeepHealthCheckInProgress;
-                              r.message = "deep health check " + check_id;
-                              r.deep_check = order.to_json();
-                              r.deep_result = nullptr;
-                            });
+      Status s = apply(store_, chosen[i], start_deep_check(check_id, order.to_json(), text));
       if (!s) return s;
       reply.nodes.push_back(chosen[i].node_name);
     }
@@ -170,26 +164,8 @@ void DeepCheckManager::reconcile(const store::ClusterRow& cluster, const SlurmVi
     std::string reservation = row.deep_check.value("Reservation", "");
     DeepCheckOutcome outcome =
         decide_deep_check(row.deep_result, config_.deep_check_timeout_seconds);
-    const std::string verdict = "Unhealthy: deep-health-check: " + outcome.failed + " -> Replace";
-    auto close = [&](store::InstanceRow& x) {
-      x.status = NodeStatus::kRunning;
-      x.message = "";
-      x.deep_check = nullptr;
-      x.recovery_since = now;  // watched afresh: the burn may have delayed heartbeats
-      if (!outcome.passed) {
-        x.health = Health::kUnhealthy;
-        x.last_verdict = verdict;
-        x.verdict_time = now;
-        x.recovery = RecoveryAction::kReplace;
-        x.recovery_reason = "deep-health-check: " + outcome.failed;
-        x.recovery_stage = RecoveryStage::kRequested;
-      }
-    };
-    store::Store::InstanceEvents events =
-        outcome.passed ? store::Store::InstanceEvents{{"DeepHealthCheckPassed", outcome.summary}}
-                       : store::Store::InstanceEvents{{"DeepHealthCheckFailed", outcome.failed},
-                                                      {"NodeUnhealthy", verdict}};
-    if (!transition(store_, row, events, close)) continue;  // tried again next pass
+    auto close = end_deep_check(outcome.passed, outcome.summary, outcome.failed, now);
+    if (!apply(store_, row, close)) continue;  // tried again next pass
     health_.forget(row.instance_id);
     closing_reservations.insert(reservation);
   }

@@ -170,7 +170,7 @@ HealthDecision decide_health(const store::InstanceRow& row, const HealthObservat
   }
   // The controller keeps Slurm's state on its local disk: it is rebooted, never replaced.
   d.action = seen.is_controller ? RecoveryAction::kReboot : *action;
-  d.verdict = "Unhealthy: " + d.reason + " -> " + action_name(d.action);
+  d.verdict = unhealthy_verdict(d.reason, d.action);
   d.step = seen.recovery_enabled ? HealthStep::kRecover : HealthStep::kMarkFailure;
   return d;
 }

@@ -16,6 +16,7 @@
 #include "controller/node_bootstrap.h"
 #include "controller/node_state.h"
 #include "controller/shared_fs_grant.h"
+#include "controller/retirement.h"
 #include "controller/transition.h"
 #include "slurm/slurm_conf.h"
 
@@ -61,22 +62,9 @@ Status NodeLauncher::ensure_munge_key(const std::string& cluster_id) {
 
 void NodeLauncher::retire_instance(const store::InstanceRow& row, NodeStatus status,
                                    const std::string& message, bool keep_files) {
-  Status s = keep_files ? provider_.terminate(row.cluster_id, row.instance_id)
-                        : provider_.destroy(row.cluster_id, row.instance_id);
-  if (!s) {
-    log::error("{}: {}", row.instance_id, s.error().message);
-    return;  // try again next pass; the row stays live so nothing is orphaned
-  }
-  Status retired = transition(
-      store_, row, {{status == NodeStatus::kFailure ? "InstanceFailed" : "InstanceTerminated", message}},
-      [&](store::InstanceRow& r) {
-        r.status = status;
-        r.message = message;
-        r.pid = 0;
-        r.terminated_at = ids::now_seconds();
-      });
-  // Its agent is gone and endured refuses a terminated instance's token: nothing to watch.
-  if (retired) health_.forget(row.instance_id);
+  Retirement how{retire(status, message, ids::now_seconds())};
+  how.keep_files = keep_files;
+  (void)controller::retire_instance(store_, provider_, health_, row, how);
 }
 
 void NodeLauncher::remove_extra_instances(const store::ClusterRow& cluster,
@@ -85,11 +73,7 @@ void NodeLauncher::remove_extra_instances(const store::ClusterRow& cluster,
   for (const auto& r : rows) {
     if (!is_live(r) || layout.find(r.node_name)) continue;
     if (r.status != NodeStatus::kShuttingDown &&
-        !transition(store_, r, {{"InstanceShuttingDown", "slot left the spec (scale down)"}},
-                    [](store::InstanceRow& x) {
-                      x.status = NodeStatus::kShuttingDown;
-                      x.message = "";
-                    })) {
+        !apply(store_, r, begin_shutdown(/*scale_down=*/true))) {
       continue;
     }
     retire_instance(r, NodeStatus::kTerminated, "terminated by scale down", false);
@@ -183,10 +167,7 @@ void NodeLauncher::claim_hosts(const store::ClusterRow& cluster, const spec::Clu
     }
     std::string waiting = kWaitingForHost + group->host_pool;
     if (r.message == waiting) continue;
-    (void)transition(
-        store_, r,
-        {{"NoHostAvailable", "pool " + group->host_pool + " has no Available host left"}},
-        [&](store::InstanceRow& x) { x.message = waiting; });
+    (void)apply(store_, r, wait_for_host(group->host_pool, waiting));
   }
 }
 
@@ -218,9 +199,7 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
     if (provider_.running(cluster.id, r.instance_id)) {
       if (r.pid == 0) {  // launched by a controller that died before recording it
         int pid = provider_.pid(cluster.id, r.instance_id);
-        (void)transition(store_, r,
-                         {{"InstanceAdopted", "found running after a controller restart"}},
-                         [&](store::InstanceRow& x) { x.pid = pid; });
+        (void)apply(store_, r, adopt(pid));
       }
       continue;
     }
@@ -279,8 +258,7 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
       retire_instance(r, NodeStatus::kFailure, "launch failed: " + pid.error().message, true);
       continue;
     }
-    (void)transition(store_, r, {{"InstanceLaunched", "host pid " + std::to_string(*pid)}},
-                     [&](store::InstanceRow& x) { x.pid = *pid; });
+    (void)apply(store_, r, record_launch(*pid));
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "controller/config.h"
 #include "controller/health_monitor.h"
+#include "controller/node_state.h"
 #include "controller/warm_spares.h"
 #include "provider/host/host_registry.h"
 #include "provider/node_provider.h"

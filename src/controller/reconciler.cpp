@@ -174,17 +174,13 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
       case PendingStep::kNothing:
         break;
       case PendingStep::kWait:
-        (void)transition(store_, r, {}, [&](store::InstanceRow& x) { x.message = d.text; });
+        (void)apply(store_, r, note(d.text));
         break;
       case PendingStep::kRetire:
         launcher_.retire_instance(r, NodeStatus::kFailure, d.text, true);
         break;
       case PendingStep::kRebootFailed:
-        (void)transition(store_, r, {{"RebootFailed", d.text}}, [&](store::InstanceRow& x) {
-          x.recovery = RecoveryAction::kReplace;
-          x.recovery_reason = "reboot-failed: " + d.text;
-          x.recovery_stage = RecoveryStage::kRequested;
-        });
+        (void)apply(store_, r, reboot_failed(d.text));
         break;
       case PendingStep::kRun: {
         if (d.resume_in_slurm && slurm.client) {
@@ -201,14 +197,7 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
         }
         crash_point("running.before_record");
         if (d.event == "NodeReturnedToService") crash_point("recovery.before_return");
-        Status s = transition(store_, r, {{d.event, d.text}}, [&](store::InstanceRow& x) {
-          x.status = slot->spare ? NodeStatus::kWarmSpare : NodeStatus::kRunning;
-          x.message = "";
-          x.health = Health::kHealthy;
-          x.recovery = std::nullopt;
-          x.recovery_stage = RecoveryStage::kNone;
-          x.recovery_since = seen.now;  // watched from here on
-        });
+        Status s = apply(store_, r, return_to_service(slot->spare, d.event, d.text, seen.now));
         // Jobs waiting to resume on this node are grown back in the next pass.
         if (s && d.event == "NodeReturnedToService") wake();
         break;
@@ -253,7 +242,7 @@ void Reconciler::fail_cluster(const store::ClusterRow& cluster, const std::strin
 void Reconciler::delete_cluster(const store::ClusterRow& cluster) {
   for (const auto& r : store_.instances(cluster.id, true)) {
     if (r.status != NodeStatus::kShuttingDown &&
-        !transition(store_, r, {}, [](store::InstanceRow& x) { x.status = NodeStatus::kShuttingDown; })) {
+        !apply(store_, r, begin_shutdown(/*scale_down=*/false))) {
       continue;
     }
     launcher_.retire_instance(r, NodeStatus::kTerminated, "cluster deleted", false);

@@ -9,6 +9,7 @@
 #include "controller/node_decisions.h"
 #include "controller/node_state.h"
 #include "controller/recovery_policy.h"
+#include "controller/retirement.h"
 #include "controller/transition.h"
 
 namespace endure::controller {
@@ -55,7 +56,7 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
     case HealthStep::kNothing:
       return;
     case HealthStep::kMarkHealthy:
-      (void)transition(store_, row, {}, [](store::InstanceRow& x) { x.health = Health::kHealthy; });
+      (void)apply(store_, row, mark_healthy());
       return;
     case HealthStep::kResume:
       if (slurm.client &&
@@ -65,36 +66,19 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
       }
       return;
     case HealthStep::kWaitForJobs:
-      (void)transition(store_, row, {{"NodeRecoveryWaiting", d.text}},
-                       [&](store::InstanceRow& x) { x.message = d.text; });
+      (void)apply(store_, row, wait_for_jobs(d.text));
       return;
     case HealthStep::kMarkFailure: {
-      store::Store::InstanceEvents events = {{"NodeUnhealthy", d.verdict}};
-      if (slurm.client &&
+      bool drained =
+          slurm.client &&
           log::ok(
               slurm.client->drain(row.node_name, std::string(kDrainReasonPrefix) + " " + d.reason),
-              row.node_name + ": drain")) {
-        events.push_back({"NodeDrained", "NodeRecovery is None: drained, no action taken"});
-      }
-      (void)transition(store_, row, events, [&](store::InstanceRow& x) {
-        x.status = NodeStatus::kFailure;
-        x.message = d.reason;
-        x.health = Health::kUnhealthy;
-        x.last_verdict = d.verdict;
-        x.verdict_time = ids::now_seconds();
-      });
+              row.node_name + ": drain");
+      (void)apply(store_, row, mark_failure(d.reason, d.action, drained, ids::now_seconds()));
       return;
     }
     case HealthStep::kRecover:
-      (void)transition(store_, row, {{"NodeUnhealthy", d.verdict}}, [&](store::InstanceRow& x) {
-        x.health = Health::kUnhealthy;
-        x.last_verdict = d.verdict;
-        x.verdict_time = ids::now_seconds();
-        x.recovery = d.action;
-        x.recovery_reason = d.reason;
-        x.recovery_stage = RecoveryStage::kRequested;
-        x.recovery_since = ids::now_seconds();
-      });
+      (void)apply(store_, row, request_recovery(d.action, d.reason, ids::now_seconds()));
       return;
   }
 }
@@ -125,13 +109,7 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
         return;
       }
       case RecoveryStep::kMarkReplacing: {
-        Status s = transition(store_, row, {{"NodeReplacing", row.recovery_reason}},
-                              [&](store::InstanceRow& x) {
-                                x.status = NodeStatus::kShuttingDown;
-                                x.message = "Replacing: " + row.recovery_reason;
-                                x.recovery_stage = RecoveryStage::kTerminating;
-                              });
-        if (!s) return;
+        if (!apply(store_, row, mark_replacing(row.recovery_reason))) return;
         stage = RecoveryStage::kTerminating;
         break;
       }
@@ -139,24 +117,11 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
         // The old instance goes with its local disk (and its machine, where machines are
         // reused, is set aside); the reconciler fills the slot again under the same
         // hostname, with a new InstanceId.
-        log::ok(provider_.set_aside(cluster.id, row.instance_id, row.recovery_reason),
-                row.node_name + ": set its machine aside");
-        if (auto s = provider_.destroy(cluster.id, row.instance_id); !s) {
-          log::error("{}: {}", row.instance_id, s.error().message);
-          return;  // tried again next pass
-        }
-        crash_point("recovery.after_terminate");
-        if (transition(store_, row, {{"InstanceTerminated", "replaced: " + row.recovery_reason}},
-                       [&](store::InstanceRow& x) {
-                         x.status = NodeStatus::kTerminated;
-                         x.message = "replaced: " + row.recovery_reason;
-                         x.recovery_stage = RecoveryStage::kDone;
-                         x.pid = 0;
-                         x.terminated_at = ids::now_seconds();
-                       })) {
-          health_.forget(row.instance_id);  // the health watch no longer looks at it
-        }
-        return;
+        Retirement how{finish_replace(row.recovery_reason, ids::now_seconds())};
+        how.set_aside = row.recovery_reason;
+        how.crash_point_after_effect = "recovery.after_terminate";
+        (void)retire_instance(store_, provider_, health_, row, how);
+        return;  // on a provider error, tried again next pass
     }
   }
 }
@@ -189,37 +154,18 @@ void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::Cluste
                  *jobs_before);
     }
   }
-  store::Store::InstanceEvents events;
-  if (drained)
-    events.push_back({"NodeDrained", "down and drained in Slurm: " + row.recovery_reason});
-  (void)transition(store_, row, events,
-                   [](store::InstanceRow& x) { x.recovery_stage = RecoveryStage::kDrained; });
+  (void)apply(store_, row, mark_drained(drained, row.recovery_reason));
 }
 
 bool RecoveryManager::reboot(const store::ClusterRow& cluster, const store::InstanceRow& row) {
-  Status s =
-      transition(store_, row, {{"NodeRebooting", row.recovery_reason}}, [&](store::InstanceRow& x) {
-        x.status = NodeStatus::kPending;
-        x.message = "Rebooting: " + row.recovery_reason;
-        x.lifecycle_status = LifecycleStatus::kRebooting;
-        x.reboots += 1;
-        x.recovery_stage = RecoveryStage::kRebooting;
-        x.recovery_since = ids::now_seconds();
-      });
-  if (!s) return false;
+  if (!apply(store_, row, start_reboot(row.recovery_reason, ids::now_seconds()))) return false;
   auto pid = provider_.reboot(cluster.id, row.instance_id);
   crash_point("recovery.after_reboot");
   if (pid) {
-    (void)transition(store_, row, {}, [&](store::InstanceRow& x) { x.pid = *pid; });
+    (void)apply(store_, row, record_pid(*pid));
     return false;
   }
-  return transition(store_, row, {{"RebootFailed", pid.error().message}},
-                   [&](store::InstanceRow& x) {
-                     x.recovery = RecoveryAction::kReplace;
-                     x.recovery_reason = "reboot-failed: " + pid.error().message;
-                     x.recovery_stage = RecoveryStage::kRequested;
-                   })
-      .ok();
+  return apply(store_, row, reboot_failed(pid.error().message)).ok();
 }
 
 Status RecoveryManager::request(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
@@ -243,16 +189,7 @@ Status RecoveryManager::request(const store::ClusterRow& cluster, const spec::Cl
                           "; only a Running instance can be " +
                           (action == RecoveryAction::kReboot ? "rebooted" : "replaced"));
   }
-  return transition(store_, *row,
-                    {{"NodeRecoveryRequested", reason + " -> " + action_name(action)}},
-                    [&](store::InstanceRow& x) {
-                      x.recovery = action;
-                      x.recovery_reason = reason;
-                      x.recovery_stage = RecoveryStage::kRequested;
-                      x.recovery_since = ids::now_seconds();
-                      x.last_verdict = "requested: " + reason + " -> " + action_name(action);
-                      x.verdict_time = ids::now_seconds();
-                    });
+  return apply(store_, *row, operator_request(action, reason, ids::now_seconds()));
 }
 
 }  // namespace endure::controller

@@ -4,6 +4,10 @@
 
 namespace endure::controller {
 
+std::string unhealthy_verdict(const std::string& reason, RecoveryAction action) {
+  return "Unhealthy: " + reason + " -> " + api::name(action);
+}
+
 RecoveryAction action_for_fault(const std::string& kind) {
   if (kind == "hang" || kind == "slurmd-gone" || kind == "fsx-hang" || kind == "fsx-error") {
     return RecoveryAction::kReboot;

@@ -29,6 +29,10 @@ inline std::optional<RecoveryAction> parse_action(const std::string& name) {
   return api::parse_recovery_action(name);
 }
 
+// The verdict a health judgement, a failed deep check or a failed update records:
+// "Unhealthy: <reason> -> <Action>".
+std::string unhealthy_verdict(const std::string& reason, RecoveryAction action);
+
 inline constexpr int kMaxReboots = 2;
 inline constexpr double kRebootWindowSeconds = 3600;
 

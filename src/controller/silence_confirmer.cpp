@@ -54,14 +54,13 @@ std::optional<Verdict> SilenceConfirmer::confirm(const store::InstanceRow& row,
       if (!log::ok(s, row.node_name + ": restart the agent")) return std::nullopt;
       suspect.agent_restarted = now;
       suspect.told = true;
-      (void)transition(store_, row, {{"AgentRestarted", d.text + ": agent restarted"}},
-                       [](store::InstanceRow&) {});
+      (void)apply(store_, row, agent_restarted(d.text));
       return std::nullopt;
     }
     case SilenceStep::kWait:
       if (!suspect.told) {
         suspect.told = true;
-        (void)transition(store_, row, {{"NodeSuspect", d.text}}, [](store::InstanceRow&) {});
+        (void)apply(store_, row, controller::suspect(d.text));
       }
       return std::nullopt;
   }

@@ -110,19 +110,11 @@ bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
         break;
       case UpdateStep::kWaitForJobs:
         if (row->message != d.text) {
-          (void)transition(store_, *row, {}, [&](store::InstanceRow& x) { x.message = d.text; });
+          (void)apply(store_, *row, note(d.text));
         }
         break;
       case UpdateStep::kStart: {
-        Status s = transition(store_, *row, {{"NodeUpdating", "software update " + plan.id}},
-                              [&](store::InstanceRow& x) {
-                                x.status = NodeStatus::kSystemUpdating;
-                                x.message = "software update " + plan.id;
-                                x.lifecycle_status = LifecycleStatus::kNotStarted;
-                                x.pid = 0;
-                                x.recovery_since = seen.now;  // the update's clock
-                              });
-        if (!s) break;
+        if (!apply(store_, *row, start_update(plan.id, seen.now))) break;
         health_.forget(row->instance_id);
         [[fallthrough]];
       }
@@ -132,7 +124,7 @@ bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
           log::error("{}: reimage: {}", flight.node, pid.error().message);
           break;  // tried again next pass, until the update's clock runs out
         }
-        (void)transition(store_, *row, {}, [&](store::InstanceRow& x) { x.pid = *pid; });
+        (void)apply(store_, *row, record_pid(*pid));
         acted = true;
         break;
       }
@@ -146,17 +138,11 @@ bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
         SoftwareUpdatePlan next = without(plan, flight.node, seen.now);
         // The node and the plan in one transaction: a restart never updates a node twice.
         Status s = store_.transaction([&]() -> Status {
-          Status t =
-              transition(store_, *row,
-                         {{"NodeUpdated", fmt::format("software update {}: in service "
-                                                      "{:.1f} s after it started",
-                                                      plan.id, seen.now - row->recovery_since)}},
-                         [&](store::InstanceRow& x) {
-                           x.status = NodeStatus::kRunning;
-                           x.message = "";
-                           x.health = Health::kHealthy;
-                           x.recovery_since = seen.now;  // watched from here on
-                         });
+          Status t = apply(
+              store_, *row,
+              finish_update(fmt::format("software update {}: in service {:.1f} s after it started",
+                                        plan.id, seen.now - row->recovery_since),
+                            seen.now));
           return t ? save_plan(store_, cluster.id, next) : t;
         });
         if (s) plan = next;
@@ -164,22 +150,9 @@ bool SoftwareUpdateManager::reconcile(const store::ClusterRow& cluster,
         break;
       }
       case UpdateStep::kFail: {
-        const std::string reason = "software-update: " + d.text;
-        const std::string verdict = "Unhealthy: " + reason + " -> Replace";
         SoftwareUpdatePlan next = without(plan, flight.node, seen.now);
         Status s = store_.transaction([&]() -> Status {
-          Status t =
-              transition(store_, *row, {{"NodeUnhealthy", verdict}}, [&](store::InstanceRow& x) {
-                x.status = NodeStatus::kRunning;
-                x.message = "";
-                x.health = Health::kUnhealthy;
-                x.last_verdict = verdict;
-                x.verdict_time = seen.now;
-                x.recovery = RecoveryAction::kReplace;
-                x.recovery_reason = reason;
-                x.recovery_stage = RecoveryStage::kRequested;
-                x.recovery_since = seen.now;
-              });
+          Status t = apply(store_, *row, fail_update(d.text, seen.now));
           return t ? save_plan(store_, cluster.id, next) : t;
         });
         if (s) plan = next;

@@ -4,11 +4,9 @@
 #include "controller/node_state.h"
 
 namespace endure::controller {
-namespace {
 
-// The change fn made to r, against the tables: (status, stage) and the lifecycle status.
-Status check(const store::InstanceRow& before, const store::InstanceRow& after,
-             const std::string& first_event) {
+Status check_node_change(const store::InstanceRow& before, const store::InstanceRow& after,
+                         const std::string& first_event) {
   NodeState from{before.status, before.recovery_stage};
   NodeState to{after.status, after.recovery_stage};
   bool lifecycle_changed = before.lifecycle_status != after.lifecycle_status;
@@ -20,22 +18,19 @@ Status check(const store::InstanceRow& before, const store::InstanceRow& after,
   return check_lifecycle_transition(before.lifecycle_status, after.lifecycle_status, first_event);
 }
 
-}  // namespace
-
-Status transition(store::Store& store, const store::InstanceRow& row,
-                  const store::Store::InstanceEvents& events,
-                  const std::function<void(store::InstanceRow&)>& change) {
+Status apply(store::Store& store, const store::InstanceRow& row, const NodeChange& change) {
+  const auto& events = change.events;
   const std::string first_event = events.empty() ? "" : events.front().first;
   Status s = store.transition(
       row.instance_id,
       [&](store::InstanceRow& r) -> Status {
         store::InstanceRow before = r;
-        change(r);
-        return check(before, r, first_event);
+        if (change.edit) change.edit(r);
+        return check_node_change(before, r, first_event);
       },
       events);
   if (!s) {
-    log::error("{} {}: {}", row.node_name, row.instance_id, s.error().message);
+    log::error("{} {}: {}: {}", row.node_name, row.instance_id, change.name, s.error().message);
     return s;
   }
   for (const auto& [type, text] : events) {

@@ -10,13 +10,18 @@
 #include <string>
 
 #include "common/result.h"
+#include "controller/node_transitions.h"
 #include "store/store.h"
 
 namespace endure::controller {
 
-Status transition(store::Store& store, const store::InstanceRow& row,
-                  const store::Store::InstanceEvents& events,
-                  const std::function<void(store::InstanceRow&)>& change);
+// Ok when before -> after, written with first_event, is a row of the node table (and of the
+// lifecycle table where the lifecycle status moved); else InvalidTransition.
+Status check_node_change(const store::InstanceRow& before, const store::InstanceRow& after,
+                         const std::string& first_event);
+
+// Makes `change` (node_transitions.h) on the row of `row`'s instance as stored.
+Status apply(store::Store& store, const store::InstanceRow& row, const NodeChange& change);
 
 // A new node's row and its InstanceLaunching event, checked as the table's first edge.
 Status insert_node(store::Store& store, const store::InstanceRow& row,

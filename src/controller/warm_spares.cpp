@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "controller/node_state.h"
 #include "controller/slurm_in_node.h"
+#include "controller/retirement.h"
 #include "controller/transition.h"
 
 namespace endure::controller {
@@ -50,15 +51,7 @@ bool WarmSpares::swap_in(const store::ClusterRow& cluster, const spec::ClusterLa
     crash_point("spare.before_record");
     std::string text = fmt::format("{} took {}'s Slurm name, replacing {} ({})", spare.node_name,
                                    slot.node_name, replaced.instance_id, replaced.recovery_reason);
-    Status recorded =
-        transition(store_, spare, {{"WarmSpareSwappedIn", text}}, [&](store::InstanceRow& x) {
-          x.status = NodeStatus::kPending;
-          x.node_name = slot.node_name;
-          x.slot = slot.slot;
-          x.replaces = replaced.instance_id;
-          x.recovery_since = replaced.recovery_since;  // when the fault was found
-          x.message = "swapped in: waiting for Slurm to see it as " + slot.node_name;
-        });
+    Status recorded = apply(store_, spare, controller::swap_in(slot.node_name, slot.slot, replaced, text));
     return recorded.ok();
   }
   return false;
@@ -78,20 +71,9 @@ void WarmSpares::watch(const store::ClusterRow& cluster) {
 }
 
 void WarmSpares::lose(const store::InstanceRow& spare, const std::string& reason) {
-  log::ok(provider_.set_aside(spare.cluster_id, spare.instance_id, reason),
-          spare.node_name + ": set its machine aside");
-  if (auto s = provider_.destroy(spare.cluster_id, spare.instance_id); !s) {
-    log::error("{}: {}", spare.instance_id, s.error().message);
-    return;  // tried again next pass
-  }
-  if (transition(store_, spare, {{"WarmSpareLost", reason}}, [&](store::InstanceRow& x) {
-        x.status = NodeStatus::kTerminated;
-        x.message = "spare lost: " + reason;
-        x.pid = 0;
-        x.terminated_at = ids::now_seconds();
-      })) {
-    health_.forget(spare.instance_id);
-  }
+  Retirement how{lose_spare(reason, ids::now_seconds())};
+  how.set_aside = reason;
+  (void)retire_instance(store_, provider_, health_, spare, how);
 }
 
 }  // namespace endure::controller
