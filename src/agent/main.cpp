@@ -52,7 +52,9 @@ agent::health::NodeExpectations expectations(const agent::AgentConfig& c) {
 
 std::string describe(const std::vector<agent::health::Finding>& findings) {
   std::string out;
-  for (const auto& f : findings) out += f.kind + " (" + f.check + "): " + f.detail + "\n";
+  for (const auto& f : findings) {
+    out += std::string(api::name(f.kind)) + " (" + f.check + "): " + f.detail + "\n";
+  }
   return out;
 }
 
@@ -148,11 +150,7 @@ int run_agent(const std::string& config_path, bool restarted) {
     auto period = std::chrono::milliseconds(static_cast<int>(config->health_check_seconds * 1000));
     while (!g_stop) {
       if (in_service) {
-        std::vector<api::Finding> findings;
-        for (const auto& f : agent::health::run_all(checks)) {
-          findings.push_back({f.kind, f.check, f.detail});
-        }
-        reporter.set_findings(std::move(findings));
+        reporter.set_findings(agent::health::run_all(checks));
         reporter.set_gauges(agent::health::gather_gauges(checks));
       }
       for (auto slept = 0ms; slept < period && !g_stop; slept += 100ms) {

@@ -8,8 +8,9 @@
 //
 // and write(), read() and field_list() below walk that one list, so the encoder, the
 // decoder and the documented field names cannot disagree. A member is a string, bool,
-// integer, double, json (passed through as is), another message, a std::vector of those,
-// or a std::optional of any of them (absent on the wire when empty).
+// integer, double, json (passed through as is), an enum (its name on the wire: ADL finds
+// name(E), parse_value(text, E&) and value_names(E) beside it), another message, a
+// std::vector of those, or a std::optional of any of them (absent on the wire when empty).
 #pragma once
 
 #include <limits>
@@ -47,6 +48,8 @@ template <class T>
 json encode(const T& value) {
   if constexpr (Message<T>) {
     return value.to_json();
+  } else if constexpr (std::is_enum_v<T>) {
+    return json(name(value));
   } else if constexpr (IsVector<T>::value) {
     json list = json::array();
     for (const auto& item : value) list.push_back(encode(item));
@@ -64,6 +67,11 @@ std::optional<std::string> decode(const json& value, const std::string& path, T&
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (!value.is_string()) return path + ": must be a string";
     out = value.get<std::string>();
+  } else if constexpr (std::is_enum_v<T>) {
+    if (!value.is_string()) return path + ": must be a string";
+    if (!parse_value(value.get<std::string>(), out)) {
+      return path + ": must be one of " + value_names(T{});
+    }
   } else if constexpr (std::is_same_v<T, bool>) {
     if (!value.is_boolean()) return path + ": must be a boolean";
     out = value.get<bool>();

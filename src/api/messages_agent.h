@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/fault_kind.h"
 #include "api/messages_cluster.h"
 
 namespace endure::api {
@@ -33,7 +34,7 @@ using AgentReportLifecycleReply = Empty;
 // A health check's finding: Kind names the fault (the verdict's reason).
 struct Finding {
   static constexpr const char* kName = "Finding";
-  std::string kind;
+  FaultKind kind = FaultKind::kCrash;
   std::string check;
   std::string detail;
   template <class S, class V>
@@ -69,7 +70,7 @@ struct AgentHeartbeatRequest {
 struct LoggedFinding {
   static constexpr const char* kName = "LoggedFinding";
   std::string record_id;
-  std::string kind;
+  FaultKind kind = FaultKind::kCrash;
   std::string check;
   std::string detail;
   template <class S, class V>

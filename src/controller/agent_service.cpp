@@ -25,12 +25,8 @@ Result<T> defaulted(const json& request, const char* key, T fallback) {
 
 }  // namespace
 
-Result<json> heartbeat_findings(const json& request) {
-  // Each a whole Finding: the health monitor reads Kind, Check and Detail of the first as
-  // strings when it judges the node, long after this call has been answered.
-  auto findings = defaulted(request, api::field::kFindings, std::vector<api::Finding>{});
-  if (!findings) return findings.error();
-  return api::codec::encode(*findings);
+Result<std::vector<api::Finding>> heartbeat_findings(const json& request) {
+  return defaulted(request, api::field::kFindings, std::vector<api::Finding>{});
 }
 
 Result<json> AgentService::handle(const std::string& action, const std::string& instance_id,
@@ -47,9 +43,11 @@ Result<json> AgentService::handle(const std::string& action, const std::string& 
     return make_error(api::kUnauthorized, "a node may report only for itself");
   }
   if (action == api::kAgentHeartbeat) {
+    // Each a whole Finding, of a kind endured knows: the health monitor judges by them long
+    // after this call has been answered.
     auto findings = heartbeat_findings(request);
     if (!findings) return findings.error();
-    health_.heartbeat(instance_id, *findings, row->cluster_id);
+    health_.heartbeat(instance_id, std::move(*findings), row->cluster_id);
     if (gauges_) gauges_->record(instance_id, request.value(api::field::kMetrics, json::object()));
     // The reply carries orders: a deep health check to run while one is open for it.
     api::AgentHeartbeatReply reply;
@@ -81,7 +79,7 @@ Result<json> AgentService::handle(const std::string& action, const std::string& 
   if (action != api::kAgentReportLifecycle) {
     return make_error("UnknownOperation", "no agent action named " + action);
   }
-  health_.heartbeat(instance_id, json::array());
+  health_.heartbeat(instance_id, {});
   return report_lifecycle(instance_id, request);
 }
 

@@ -17,7 +17,7 @@ namespace endure::controller {
 
 // AgentHeartbeat's Findings as the health monitor keeps them ([] when absent), or a
 // ValidationException naming the first that is not a Finding ("Findings[0].Kind: ...").
-Result<json> heartbeat_findings(const json& request);
+Result<std::vector<api::Finding>> heartbeat_findings(const json& request);
 
 class AgentService {
  public:

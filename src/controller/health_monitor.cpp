@@ -14,14 +14,14 @@ constexpr std::size_t kMaxLogged = 64;
 HealthMonitor::HealthMonitor(std::function<double()> clock)
     : clock_(std::move(clock)), started_(clock_()) {}
 
-void HealthMonitor::heartbeat(const std::string& instance_id, const json& findings,
+void HealthMonitor::heartbeat(const std::string& instance_id, std::vector<api::Finding> findings,
                               const std::string& cluster_id) {
   std::lock_guard lock(mu_);
   auto [it, added] = nodes_.try_emplace(instance_id);
   if (added) ++heard_generation_;
   auto& node = it->second;
   node.last_heartbeat = clock_();
-  node.findings = findings.is_array() ? findings : json::array();
+  node.findings = std::move(findings);
   if (!cluster_id.empty()) node.cluster_id = cluster_id;
 }
 
@@ -46,7 +46,9 @@ void HealthMonitor::forget(const std::string& instance_id) {
 }
 
 std::optional<Verdict> HealthMonitor::assess(const std::string& instance_id, bool processes_exist) {
-  if (!processes_exist) return Verdict{"crash", "every process of the instance is gone"};
+  if (!processes_exist) {
+    return Verdict{api::FaultKind::kCrash, "every process of the instance is gone"};
+  }
   std::lock_guard lock(mu_);
   auto it = nodes_.find(instance_id);
   if (it == nodes_.end()) return std::nullopt;
@@ -56,7 +58,7 @@ std::optional<Verdict> HealthMonitor::assess(const std::string& instance_id, boo
   }
   if (!it->second.findings.empty()) {
     const auto& f = it->second.findings.front();
-    return Verdict{f.value("Kind", "unknown"), f.value("Check", "") + ": " + f.value("Detail", "")};
+    return Verdict{f.kind, f.check + ": " + f.detail};
   }
   return std::nullopt;
 }

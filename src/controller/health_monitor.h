@@ -21,17 +21,17 @@
 namespace endure::controller {
 
 struct Verdict {
-  std::string fault;   // the fault kind (see recovery_policy.h)
-  std::string detail;  // for people
+  api::FaultKind fault = api::FaultKind::kCrash;  // the key of recovery_policy.h's table
+  std::string detail;                              // for people
 };
 
 class HealthMonitor {
  public:
   explicit HealthMonitor(std::function<double()> clock);
 
-  // An agent's heartbeat with its findings ([{Kind, Check, Detail}], empty when healthy).
-  // cluster_id lets the health watch find the instance's provider record.
-  void heartbeat(const std::string& instance_id, const json& findings,
+  // An agent's heartbeat with its findings (empty when healthy). cluster_id lets the health
+  // watch find the instance's provider record.
+  void heartbeat(const std::string& instance_id, std::vector<api::Finding> findings,
                  const std::string& cluster_id = "");
   // Logged findings; a RecordId already taken is not counted again. Returns how many
   // were new. They stand until the instance is forgotten (a fault logged once does not
@@ -63,7 +63,7 @@ class HealthMonitor {
   struct Node {
     std::string cluster_id;
     double last_heartbeat = 0;
-    json findings = json::array();
+    std::vector<api::Finding> findings;
     std::vector<api::LoggedFinding> logged;
     std::set<std::string> records;
   };

@@ -166,7 +166,7 @@ HealthDecision decide_health(const store::InstanceRow& row, const HealthObservat
       return d;
     }
     action = escalate(action_for_fault(seen.verdict->fault), row.reboots);
-    d.reason = seen.verdict->fault + ": " + seen.verdict->detail;
+    d.reason = std::string(api::name(seen.verdict->fault)) + ": " + seen.verdict->detail;
   }
   // The controller keeps Slurm's state on its local disk: it is rebooted, never replaced.
   d.action = seen.is_controller ? RecoveryAction::kReboot : *action;
@@ -287,16 +287,16 @@ SilenceDecision decide_silence(const SilenceObservation& seen, const SilenceLimi
   const std::string probed = seen.probe.detail.empty() ? "" : " (" + seen.probe.detail + ")";
   switch (seen.probe.machine) {
     case MachineState::kGone:
-      return {SilenceStep::kVerdict, "crash", "every process of the instance is gone" + probed};
+      return {SilenceStep::kVerdict, api::FaultKind::kCrash, "every process of the instance is gone" + probed};
     case MachineState::kStopped:
-      return {SilenceStep::kVerdict, "hang",
+      return {SilenceStep::kVerdict, api::FaultKind::kHang,
               silence + "; every process of the node is stopped" + probed};
     case MachineState::kAlive:
     case MachineState::kUnknown:
       break;
   }
   if (seen.probe.agent == AgentState::kRunnable) {
-    return {SilenceStep::kWait, "",
+    return {SilenceStep::kWait, std::nullopt,
             silence + "; the agent is runnable: starved of CPU, not dead" + probed};
   }
   bool restart_allowed =
@@ -304,22 +304,22 @@ SilenceDecision decide_silence(const SilenceObservation& seen, const SilenceLimi
       (seen.since_agent_restart < 0 || seen.since_agent_restart >= limits.agent_restart_gap);
   if (seen.daemon_answers.value_or(false)) {
     if (restart_allowed) {
-      return {SilenceStep::kRestartAgent, "",
+      return {SilenceStep::kRestartAgent, std::nullopt,
               silence + " while Slurm's daemon answers: the agent alone is silent" + probed};
     }
-    return {SilenceStep::kWait, "",
+    return {SilenceStep::kWait, std::nullopt,
             silence + "; Slurm's daemon answers: the node is alive" + probed};
   }
   // Nothing answers from a node the provider cannot call dead or hung.
   if (seen.silent_for >= limits.hang_after) {
-    return {SilenceStep::kVerdict, "hang",
+    return {SilenceStep::kVerdict, api::FaultKind::kHang,
             silence + "; neither the agent nor Slurm's daemon answers" + probed};
   }
   if (restart_allowed) {
-    return {SilenceStep::kRestartAgent, "",
+    return {SilenceStep::kRestartAgent, std::nullopt,
             silence + "; Slurm's daemon does not answer either" + probed};
   }
-  return {SilenceStep::kWait, "", silence + "; nothing answers yet" + probed};
+  return {SilenceStep::kWait, std::nullopt, silence + "; nothing answers yet" + probed};
 }
 
 }  // namespace endure::controller

@@ -127,7 +127,7 @@ enum class SilenceStep {
 
 struct SilenceDecision {
   SilenceStep step = SilenceStep::kQuiet;
-  std::string fault;  // kVerdict: crash or hang
+  std::optional<api::FaultKind> fault;  // kVerdict: crash or hang
   std::string text;
 };
 

@@ -8,9 +8,31 @@ std::string unhealthy_verdict(const std::string& reason, RecoveryAction action) 
   return "Unhealthy: " + reason + " -> " + api::name(action);
 }
 
-RecoveryAction action_for_fault(const std::string& kind) {
-  if (kind == "hang" || kind == "slurmd-gone" || kind == "fsx-hang" || kind == "fsx-error") {
-    return RecoveryAction::kReboot;
+RecoveryAction action_for_fault(api::FaultKind kind) {
+  using K = api::FaultKind;
+  switch (kind) {
+    case K::kHang:
+    case K::kSlurmdGone:
+    case K::kFsxHang:
+    case K::kFsxError:
+      return RecoveryAction::kReboot;
+    // Every kind listed: a new one must be placed in the table (-Wswitch).
+    case K::kCrash:
+    case K::kAgent:
+    case K::kXid:
+    case K::kEcc:
+    case K::kMce:
+    case K::kFsError:
+    case K::kDiskFull:
+    case K::kLocalDisk:
+    case K::kCpu:
+    case K::kMemory:
+    case K::kGpuCount:
+    case K::kNvml:
+    case K::kRebootFailed:
+    case K::kDeepHealthCheck:
+    case K::kSoftwareUpdate:
+      return RecoveryAction::kReplace;
   }
   return RecoveryAction::kReplace;
 }

@@ -11,13 +11,15 @@
 //   disk-full, local-disk              Replace  a reboot keeps the local disk; a new one is empty
 //   cpu, memory, gpu-count, nvml       Replace  the machine is not what its type promises
 //   reboot-failed                      Replace  the reboot did not bring it back healthy
-//   anything else                      Replace
+//   agent, deep-health-check,
+//   software-update                    Replace
 // A node rebooted kMaxReboots times within kRebootWindowSeconds is replaced instead.
 #pragma once
 
 #include <optional>
 #include <string>
 
+#include "api/fault_kind.h"
 #include "api/states.h"
 
 namespace endure::controller {
@@ -36,7 +38,7 @@ std::string unhealthy_verdict(const std::string& reason, RecoveryAction action);
 inline constexpr int kMaxReboots = 2;
 inline constexpr double kRebootWindowSeconds = 3600;
 
-RecoveryAction action_for_fault(const std::string& fault_kind);
+RecoveryAction action_for_fault(api::FaultKind kind);
 
 // The action after escalation: a Reboot of a node already rebooted `reboots` times
 // (within the window) becomes a Replace.

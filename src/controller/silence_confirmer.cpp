@@ -48,7 +48,7 @@ std::optional<Verdict> SilenceConfirmer::confirm(const store::InstanceRow& row,
       return std::nullopt;
     case SilenceStep::kVerdict:
       suspects_.erase(row.instance_id);
-      return Verdict{d.fault, d.text};
+      return Verdict{*d.fault, d.text};
     case SilenceStep::kRestartAgent: {
       Status s = provider_.restart_agent(row.cluster_id, row.instance_id);
       if (!log::ok(s, row.node_name + ": restart the agent")) return std::nullopt;

@@ -62,7 +62,7 @@ void WarmSpares::watch(const store::ClusterRow& cluster) {
     if (r.status != NodeStatus::kWarmSpare) continue;
     if (auto verdict =
             health_.assess(r.instance_id, provider_.running(cluster.id, r.instance_id))) {
-      lose(r, verdict->fault + ": " + verdict->detail);
+      lose(r, std::string(api::name(verdict->fault)) + ": " + verdict->detail);
     } else if (double silent = health_.silent_for(r.instance_id, r.recovery_since);
                silent > config_.heartbeat_timeout_seconds) {
       lose(r, fmt::format("no heartbeat for {:.0f} s", silent));

@@ -602,7 +602,7 @@ TEST(FsxPassthroughTest, AgentFsxCheckReportsTheStoppedDaemon) {
     agent::health::FsxCheck check(expect);
     auto kinds = [](const std::vector<agent::health::Finding>& found) {
       std::string out;
-      for (const auto& x : found) out += x.kind + " (" + x.detail + ") ";
+      for (const auto& x : found) out += std::string(api::name(x.kind)) + " (" + x.detail + ") ";
       return out;
     };
     auto found = check.run();
@@ -610,7 +610,7 @@ TEST(FsxPassthroughTest, AgentFsxCheckReportsTheStoppedDaemon) {
 
     if (!stop_process(f.pid)) r.fail("endure-fsx did not stop");
     found = check.run();
-    if (found.size() != 1 || found[0].kind != "fsx-hang")
+    if (found.size() != 1 || found[0].kind != api::FaultKind::kFsxHang)
       r.fail("stopped: " + kinds(found));
     else
       r.info("agent fsx check on the stopped mount: " + kinds(found));

@@ -48,7 +48,7 @@ void append(const std::string& path, const std::string& text) {
 
 std::vector<std::string> kinds(const std::vector<Finding>& findings) {
   std::vector<std::string> out;
-  for (const auto& f : findings) out.push_back(f.kind);
+  for (const auto& f : findings) out.push_back(api::name(f.kind));
   return out;
 }
 
@@ -74,7 +74,7 @@ NodeExpectations healthy_here(const TempDir& dir) {
 // --- Finding ---------------------------------------------------------------------------
 
 TEST(HealthFindingTest, ToJsonHasKindCheckDetail) {
-  Finding f{"xid", "kernel-log", "Xid 79: gone"};
+  Finding f{FaultKind::kXid, "kernel-log", "Xid 79: gone"};
   json j = f.to_json();
   EXPECT_EQ(j.dump(), R"({"Kind":"xid","Check":"kernel-log","Detail":"Xid 79: gone"})");
 }
@@ -157,11 +157,11 @@ TEST(KernelRecordTest, ClassifiesByTheKernelsMessageFormats) {
     SCOPED_TRACE(c.record);
     auto f = classify_kernel_record(c.record);
     if (c.kind == nullptr) {
-      EXPECT_FALSE(f.has_value()) << "got " << f->kind;
+      EXPECT_FALSE(f.has_value()) << "got " << api::name(f->kind);
       continue;
     }
     ASSERT_TRUE(f.has_value());
-    EXPECT_EQ(f->kind, c.kind);
+    EXPECT_STREQ(api::name(f->kind), c.kind);
     EXPECT_EQ(f->check, "kernel-log");
     if (c.in_detail != nullptr) {
       EXPECT_NE(f->detail.find(c.in_detail), std::string::npos) << f->detail;
@@ -372,7 +372,7 @@ TEST(FsxCheckTest, ACheckMayGoAwayWhileItsProbeIsStuck) {
         std::this_thread::sleep_for(5ms);
       }
       *returned = true;
-      return Finding{"fsx-error", "fsx", x.fsx_path};  // touches only its own copy
+      return Finding{FaultKind::kFsxError, "fsx", x.fsx_path};  // touches only its own copy
     });
     EXPECT_EQ(kinds(check.run()), std::vector<std::string>{"fsx-hang"});
   }
@@ -627,7 +627,7 @@ TEST_F(NvmlStandInTest, AMissingGpuIsAGpuCountFinding) {
   set_state(1, 0);
   auto findings = NvmlCheck(expect_).run();
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].kind, "gpu-count");
+  EXPECT_STREQ(api::name(findings[0].kind), "gpu-count");
 }
 
 // The heartbeat's GPU gauges are the numbers the check judged by, from the same library.
@@ -652,7 +652,7 @@ TEST_F(NvmlStandInTest, RisingUncorrectedEccIsAFinding) {
   set_state(2, 5);
   auto findings = check.run();
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].kind, "ecc");
+  EXPECT_STREQ(api::name(findings[0].kind), "ecc");
 }
 
 }  // namespace

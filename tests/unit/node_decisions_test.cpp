@@ -263,19 +263,19 @@ TEST(NodeHealth, AHealthyNodeIsLeftOrMarkedHealthy) {
 
 TEST(NodeHealth, AVerdictRequestsItsTablesAction) {
   HealthObservation seen;
-  seen.verdict = Verdict{"hang", "no heartbeat for 6.0 s"};
+  seen.verdict = Verdict{*api::parse_fault_kind("hang"), "no heartbeat for 6.0 s"};
   auto d = decide_health(running_row(), seen);
   EXPECT_EQ(d.step, HealthStep::kRecover);
   EXPECT_EQ(d.action, RecoveryAction::kReboot);
   EXPECT_EQ(d.reason, "hang: no heartbeat for 6.0 s");
   EXPECT_EQ(d.verdict, "Unhealthy: hang: no heartbeat for 6.0 s -> Reboot");
-  seen.verdict = Verdict{"xid", "Xid 79"};
+  seen.verdict = Verdict{*api::parse_fault_kind("xid"), "Xid 79"};
   EXPECT_EQ(decide_health(running_row(), seen).action, RecoveryAction::kReplace);
 }
 
 TEST(NodeHealth, ANodeThatKeepsFailingIsReplacedInsteadOfRebooted) {
   HealthObservation seen;
-  seen.verdict = Verdict{"hang", "no heartbeat"};
+  seen.verdict = Verdict{*api::parse_fault_kind("hang"), "no heartbeat"};
   auto r = running_row();
   r.reboots = kMaxReboots;
   EXPECT_EQ(decide_health(r, seen).action, RecoveryAction::kReplace);
@@ -283,7 +283,7 @@ TEST(NodeHealth, ANodeThatKeepsFailingIsReplacedInsteadOfRebooted) {
 
 TEST(NodeHealth, TheControllerNodeIsRebootedNeverReplaced) {
   HealthObservation seen;
-  seen.verdict = Verdict{"crash", "every process of the instance is gone"};
+  seen.verdict = Verdict{*api::parse_fault_kind("crash"), "every process of the instance is gone"};
   seen.is_controller = true;
   auto d = decide_health(running_row(), seen);
   EXPECT_EQ(d.action, RecoveryAction::kReboot);
@@ -292,7 +292,7 @@ TEST(NodeHealth, TheControllerNodeIsRebootedNeverReplaced) {
 
 TEST(NodeHealth, WithNodeRecoveryNoneANodeIsOnlyMarked) {
   HealthObservation seen;
-  seen.verdict = Verdict{"xid", "Xid 79"};
+  seen.verdict = Verdict{*api::parse_fault_kind("xid"), "Xid 79"};
   seen.recovery_enabled = false;
   auto d = decide_health(running_row(), seen);
   EXPECT_EQ(d.step, HealthStep::kMarkFailure);
@@ -349,7 +349,7 @@ TEST(NodeHealth, ADrainOfEnduredsOwnWithNoRecoveryIsResumed) {
   EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kNothing);
   // A verdict comes first.
   seen.update_under_way = false;
-  seen.verdict = Verdict{"xid", "Xid 79"};
+  seen.verdict = Verdict{*api::parse_fault_kind("xid"), "Xid 79"};
   EXPECT_EQ(decide_health(running_row(), seen).step, HealthStep::kRecover);
 }
 

@@ -27,11 +27,11 @@ constexpr unsigned long long kDoubleBitEcc = 0x2, kXid = 0x8, kPState = 0x4;
 TEST(NvmlEventClassification, HardwareXidsAndUncorrectedEccAreFaults) {
   auto xid = classify_nvml_event({1, kXid, 79});
   ASSERT_TRUE(xid.has_value());
-  EXPECT_EQ(xid->kind, "xid");
+  EXPECT_STREQ(api::name(xid->kind), "xid");
   EXPECT_EQ(xid->detail, "GPU 1: Xid 79");
   auto ecc = classify_nvml_event({0, kDoubleBitEcc, 0});
   ASSERT_TRUE(ecc.has_value());
-  EXPECT_EQ(ecc->kind, "ecc");
+  EXPECT_STREQ(api::name(ecc->kind), "ecc");
   EXPECT_EQ(ecc->detail, "GPU 0: uncorrected (double-bit) ECC error");
 }
 
@@ -91,9 +91,9 @@ TEST_F(NvmlEventWatchTest, EachFaultComesOnceWithItsOwnName) {
   raise(0, kDoubleBitEcc, 0);
   auto got = wait_for(2);
   ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0].finding.kind, "xid");
+  EXPECT_STREQ(api::name(got[0].finding.kind), "xid");
   EXPECT_EQ(got[0].finding.detail, "GPU 1: Xid 79");
-  EXPECT_EQ(got[1].finding.kind, "ecc");
+  EXPECT_STREQ(api::name(got[1].finding.kind), "ecc");
   EXPECT_EQ(got[0].record.rfind("nvml:", 0), 0u) << got[0].record;
   EXPECT_NE(got[0].record, got[1].record);
   // Nothing more comes: each event once.

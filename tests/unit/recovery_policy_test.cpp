@@ -28,10 +28,17 @@ TEST(RecoveryPolicy, TableByFaultKind) {
                                          {"gpu-count", RecoveryAction::kReplace},
                                          {"nvml", RecoveryAction::kReplace},
                                          {"reboot-failed", RecoveryAction::kReplace},
-                                         {"something-new", RecoveryAction::kReplace}}) {
+                                         {"agent", RecoveryAction::kReplace},
+                                         {"deep-health-check", RecoveryAction::kReplace},
+                                         {"software-update", RecoveryAction::kReplace}}) {
     SCOPED_TRACE(c.fault);
-    EXPECT_EQ(action_for_fault(c.fault), c.action);
+    auto kind = api::parse_fault_kind(c.fault);
+    ASSERT_TRUE(kind);
+    EXPECT_EQ(action_for_fault(*kind), c.action);
   }
+  // A kind this endured does not know never reaches the table: the wire refuses it.
+  EXPECT_FALSE(api::parse_fault_kind("something-new"));
+  EXPECT_EQ(api::all_fault_kinds().size(), 19u);
 }
 
 TEST(RecoveryPolicy, ANodeThatKeepsFailingIsReplacedNotRebootedForEver) {
@@ -66,11 +73,11 @@ class FakeClock {
 TEST(HealthMonitor, SilenceIsCountedFromTheLastHeartbeat) {
   FakeClock clock;
   HealthMonitor monitor(clock.fn());
-  monitor.heartbeat("i-1", json::array(), "c-1");
+  monitor.heartbeat("i-1", {}, "c-1");
   clock.now += 4.9;
   EXPECT_NEAR(monitor.silent_for("i-1", 990), 4.9, 1e-9);
   EXPECT_FALSE(monitor.assess("i-1", true).has_value()) << "silence alone is no verdict";
-  monitor.heartbeat("i-1", json::array());
+  monitor.heartbeat("i-1", {});
   EXPECT_NEAR(monitor.silent_for("i-1", 990), 0.0, 1e-9);
   EXPECT_NEAR(monitor.heartbeat_age("i-1"), 0.0, 1e-9);
   EXPECT_LT(monitor.heartbeat_age("i-unknown"), 0);
@@ -80,10 +87,10 @@ TEST(HealthMonitor, SilenceIsCountedFromTheLastHeartbeat) {
 TEST(HealthMonitor, GoneProcessesAreACrashWhateverTheHeartbeats) {
   FakeClock clock;
   HealthMonitor monitor(clock.fn());
-  monitor.heartbeat("i-1", json::array());
+  monitor.heartbeat("i-1", {});
   auto verdict = monitor.assess("i-1", false);
   ASSERT_TRUE(verdict.has_value());
-  EXPECT_EQ(verdict->fault, "crash");
+  EXPECT_EQ(verdict->fault, *api::parse_fault_kind("crash"));
 }
 
 TEST(HealthMonitor, EveryNodeGetsAGracePeriodAfterAControllerStartOrAReboot) {
@@ -93,7 +100,7 @@ TEST(HealthMonitor, EveryNodeGetsAGracePeriodAfterAControllerStartOrAReboot) {
   EXPECT_NEAR(monitor.silent_for("i-1", 0), 4.0, 1e-9) << "counted from the monitor's start";
   // A node back in service at 1003 is watched from then on.
   EXPECT_NEAR(monitor.silent_for("i-1", 1003), 1.0, 1e-9);
-  monitor.heartbeat("i-1", json::array());
+  monitor.heartbeat("i-1", {});
   monitor.forget("i-1");
   EXPECT_LT(monitor.heartbeat_age("i-1"), 0);
 }
@@ -101,28 +108,26 @@ TEST(HealthMonitor, EveryNodeGetsAGracePeriodAfterAControllerStartOrAReboot) {
 TEST(HealthMonitor, AgentFindingsBecomeTheVerdict) {
   FakeClock clock;
   HealthMonitor monitor(clock.fn());
-  monitor.heartbeat(
-      "i-1",
-      json::array({{{"Kind", "disk-full"}, {"Check", "disk"}, {"Detail", "/local: 1 % free"}}}));
+  monitor.heartbeat("i-1", {api::Finding{api::FaultKind::kDiskFull, "disk", "/local: 1 % free"}});
   auto verdict = monitor.assess("i-1", true);
   ASSERT_TRUE(verdict.has_value());
-  EXPECT_EQ(verdict->fault, "disk-full");
+  EXPECT_EQ(verdict->fault, *api::parse_fault_kind("disk-full"));
   EXPECT_NE(verdict->detail.find("disk: /local"), std::string::npos);
-  monitor.heartbeat("i-1", json::array());
+  monitor.heartbeat("i-1", {});
   EXPECT_FALSE(monitor.assess("i-1", true).has_value()) << "a condition that passed is gone";
 }
 
 TEST(HealthMonitor, LoggedFindingsStandAndCountOncePerRecord) {
   FakeClock clock;
   HealthMonitor monitor(clock.fn());
-  api::LoggedFinding xid{"kmsg:1042", "xid", "kernel-log", "Xid 79: GPU has fallen off the bus"};
+  api::LoggedFinding xid{"kmsg:1042", api::FaultKind::kXid, "kernel-log", "Xid 79: GPU has fallen off the bus"};
   EXPECT_EQ(monitor.logged("i-1", {xid}), 1);
   EXPECT_EQ(monitor.logged("i-1", {xid}), 0) << "sent again: the same record";
   auto verdict = monitor.assess("i-1", true);
   ASSERT_TRUE(verdict.has_value());
-  EXPECT_EQ(verdict->fault, "xid");
+  EXPECT_EQ(verdict->fault, *api::parse_fault_kind("xid"));
   EXPECT_NE(verdict->detail.find("Xid 79"), std::string::npos);
-  monitor.heartbeat("i-1", json::array());
+  monitor.heartbeat("i-1", {});
   EXPECT_TRUE(monitor.assess("i-1", true).has_value()) << "a logged fault does not heal";
   monitor.forget("i-1");  // rebooted: kmsg counts from 0 again
   EXPECT_FALSE(monitor.assess("i-1", true).has_value());

@@ -359,7 +359,7 @@ TEST(WireMessages, RepliesIgnoreFieldsTheyDoNotKnow) {
 // What the agent's health checks, the spec and endured's auto-resume code write today reads
 // back unchanged.
 TEST(WireMessages, TodaysProducersRoundTripUnchanged) {
-  json finding = agent::health::Finding{"xid", "kernel-log", "Xid 79"}.to_json();
+  json finding = agent::health::Finding{api::FaultKind::kXid, "kernel-log", "Xid 79"}.to_json();
   EXPECT_EQ(round_trip<Finding>(finding.dump()), finding.dump());
   agent::health::DeepResult deep{"disk", false, "slow", {{"mbps", 3.5}}};
   EXPECT_EQ(round_trip<DeepCheckResult>(deep.to_json().dump()), deep.to_json().dump());

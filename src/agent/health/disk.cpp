@@ -35,21 +35,21 @@ std::optional<Finding> probe_local_disk(const NodeExpectations& expect) {
   const std::string& path = expect.local_path;
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    return Finding{"local-disk", "local-disk", errno_text("stat", path)};
+    return Finding{FaultKind::kLocalDisk, "local-disk", errno_text("stat", path)};
   }
   if (!S_ISDIR(st.st_mode)) {
-    return Finding{"local-disk", "local-disk", path + ": not a folder"};
+    return Finding{FaultKind::kLocalDisk, "local-disk", path + ": not a folder"};
   }
   if (auto failed = file_round_trip(path + "/.endure-health-probe")) {
-    return Finding{"local-disk", "local-disk", *failed};
+    return Finding{FaultKind::kLocalDisk, "local-disk", *failed};
   }
-  return free_space_finding(path, expect, "local-disk", "local-disk");
+  return free_space_finding(path, expect, "local-disk", FaultKind::kLocalDisk);
 }
 
 }  // namespace
 
 std::optional<Finding> free_space_finding(const std::string& path, const NodeExpectations& expect,
-                                          const std::string& check, const std::string& error_kind,
+                                          const std::string& check, FaultKind error_kind,
                                           DiskSpace* space) {
   struct statvfs sv {};
   if (::statvfs(path.c_str(), &sv) != 0) {
@@ -63,7 +63,7 @@ std::optional<Finding> free_space_finding(const std::string& path, const NodeExp
   double need_mib = static_cast<double>(expect.disk_min_free_mib) * kMiB;
   if (free >= need_fraction && free >= need_mib) return std::nullopt;
   double used = std::max(0.0, size - static_cast<double>(sv.f_bfree) * unit);
-  return Finding{"disk-full", check,
+  return Finding{FaultKind::kDiskFull, check,
                  fmt::format("{}: {} used of {}, {} free; needs {:.0f} % ({}) and {} MiB free",
                              path, human_bytes(used), human_bytes(size), human_bytes(free),
                              expect.disk_min_free_fraction * 100.0, human_bytes(need_fraction),
@@ -123,7 +123,7 @@ std::vector<Finding> DiskCheck::run() {
   std::vector<Finding> findings;
   try {
     space_ = {};
-    if (auto f = free_space_finding(expect_.local_path, expect_, "disk", "local-disk", &space_)) {
+    if (auto f = free_space_finding(expect_.local_path, expect_, "disk", FaultKind::kLocalDisk, &space_)) {
       findings.push_back(std::move(*f));
     }
   } catch (const std::exception& e) {
@@ -147,7 +147,7 @@ std::vector<Finding> BasicLocalDiskCheck::run() {
           if (auto f = probe_local_disk(expect)) found.push_back(std::move(*f));
           return found;
         },
-        timeout_, "local-disk", "local-disk", expect_.local_path);
+        timeout_, FaultKind::kLocalDisk, "local-disk", expect_.local_path);
   } catch (const std::exception& e) {
     log::warn("local disk check: {}", e.what());
   }

@@ -21,7 +21,7 @@ struct DiskSpace {
   double free_bytes = -1;
 };
 std::optional<Finding> free_space_finding(const std::string& path, const NodeExpectations& expect,
-                                          const std::string& check, const std::string& error_kind,
+                                          const std::string& check, FaultKind error_kind,
                                           DiskSpace* space = nullptr);
 
 // Creates file, writes a line, fsyncs, closes, reads it back, compares and unlinks it.

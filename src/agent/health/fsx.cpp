@@ -18,7 +18,7 @@ namespace endure::agent::health {
 
 namespace {
 
-Finding fsx_error(std::string detail) { return {"fsx-error", "fsx", std::move(detail)}; }
+Finding fsx_error(std::string detail) { return {FaultKind::kFsxError, "fsx", std::move(detail)}; }
 
 // The probe file's name: the instance's, so that nodes sharing /fsx never collide.
 std::string probe_name(const NodeExpectations& expect) {
@@ -43,7 +43,7 @@ std::optional<Finding> probe_fsx(const NodeExpectations& expect, bool check_spac
     return fsx_error(fmt::format("mkdir {}: {}", dir, strerror(errno)));
   }
   if (auto failed = file_round_trip(dir + "/" + probe_name(expect))) return fsx_error(*failed);
-  if (check_space) return free_space_finding(path, expect, "fsx", "fsx-error");
+  if (check_space) return free_space_finding(path, expect, "fsx", FaultKind::kFsxError);
   return std::nullopt;
 }
 
@@ -65,9 +65,10 @@ std::vector<Finding> FsxCheck::run() {
           if (auto f = fn(expect)) found.push_back(std::move(*f));
           return found;
         },
-        std::chrono::milliseconds(expect_.fsx_timeout_ms), "fsx-hang", "fsx", expect_.fsx_path);
+        std::chrono::milliseconds(expect_.fsx_timeout_ms), FaultKind::kFsxHang, "fsx",
+        expect_.fsx_path);
     bool hung = std::any_of(findings.begin(), findings.end(),
-                            [](const Finding& f) { return f.kind == "fsx-hang"; });
+                            [](const Finding& f) { return f.kind == FaultKind::kFsxHang; });
     // A probe still stuck from before returns at once: report the bound, not that instant.
     probe_seconds_ =
         hung ? expect_.fsx_timeout_ms / 1000.0

@@ -16,7 +16,6 @@
 
 namespace endure::agent::health {
 
-json Finding::to_json() const { return {{"Kind", kind}, {"Check", check}, {"Detail", detail}}; }
 
 std::vector<std::unique_ptr<HealthCheck>> basic_checks(const NodeExpectations& expect) {
   std::vector<std::unique_ptr<HealthCheck>> checks;
@@ -106,7 +105,7 @@ BoundedProbe::Result BoundedProbe::run(Probe probe, std::chrono::milliseconds ti
 
 std::vector<Finding> BoundedProbe::run_or_report_hang(Probe probe,
                                                       std::chrono::milliseconds timeout,
-                                                      const std::string& hang_kind,
+                                                      FaultKind hang_kind,
                                                       const std::string& check,
                                                       const std::string& what) {
   Result r = run(std::move(probe), timeout);

@@ -10,21 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "api/messages.h"
 #include "api/node_contract.h"
 #include "common/json.h"
 
 namespace endure::agent::health {
 
-// A fault a node sees in itself.
-struct Finding {
-  // Stable fault kind, the key of endured's recovery table: xid, ecc, mce, fs-error,
-  // disk-full, fsx-hang, fsx-error, slurmd-gone, cpu, memory, gpu-count, nvml.
-  std::string kind;
-  std::string check;   // the check that found it ("kernel-log", "disk", ...)
-  std::string detail;  // for people: the log line, the numbers
-
-  json to_json() const;  // {"Kind", "Check", "Detail"}
-};
+// A fault a node sees in itself: its kind (the key of endured's recovery table), the check
+// that found it ("kernel-log", "disk", ...) and, for people, the log line or the numbers.
+// The wire's own message, so that what a check finds is what endured reads.
+using api::FaultKind;
+using api::Finding;
 
 class HealthCheck {
  public:
@@ -100,7 +96,7 @@ class BoundedProbe {
   // check: "probe of <what> did not finish in N ms", or "an earlier probe of <what> has
   // not returned for N ms" while it is still stuck.
   std::vector<Finding> run_or_report_hang(Probe probe, std::chrono::milliseconds timeout,
-                                          const std::string& hang_kind, const std::string& check,
+                                          FaultKind hang_kind, const std::string& check,
                                           const std::string& what);
 
  private:

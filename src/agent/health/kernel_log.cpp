@@ -138,10 +138,10 @@ bool is_fs_error(std::string_view msg) {
       msg, {"I/O error, dev ", "critical medium error, dev ", "critical target error, dev "});
 }
 
-Finding kernel_finding(std::string kind, std::string_view msg, std::string prefix = {}) {
+Finding kernel_finding(FaultKind kind, std::string_view msg, std::string prefix = {}) {
   std::string detail = std::move(prefix);
   detail.append(msg.substr(0, kMaxDetail));
-  return Finding{std::move(kind), "kernel-log", std::move(detail)};
+  return Finding{kind, "kernel-log", std::move(detail)};
 }
 
 }  // namespace
@@ -172,14 +172,14 @@ std::optional<Finding> classify_kernel_record(std::string_view record) {
   if (msg.empty()) return std::nullopt;
   if (auto xid = xid_number(msg)) {
     if (!is_hardware_xid(*xid)) return std::nullopt;
-    return kernel_finding("xid", msg, "Xid " + std::to_string(*xid) + ": ");
+    return kernel_finding(FaultKind::kXid, msg, "Xid " + std::to_string(*xid) + ": ");
   }
-  if (is_uncorrected_edac(msg)) return kernel_finding("ecc", msg);
+  if (is_uncorrected_edac(msg)) return kernel_finding(FaultKind::kEcc, msg);
   // Any "[Hardware Error]" line is a machine check. "Machine check events logged" is also
   // printed for corrected errors; we report it anyway and let endured's recovery table
   // weigh it, rather than second-guess mcelog's decoding here.
-  if (contains(msg, "[Hardware Error]")) return kernel_finding("mce", msg);
-  if (is_fs_error(msg)) return kernel_finding("fs-error", msg);
+  if (contains(msg, "[Hardware Error]")) return kernel_finding(FaultKind::kMce, msg);
+  if (is_fs_error(msg)) return kernel_finding(FaultKind::kFsError, msg);
   return std::nullopt;
 }
 

@@ -20,7 +20,7 @@ constexpr int kVolatileEcc = 0;             // NVML_VOLATILE_ECC: since driver l
 
 using GetEccFn = nvml::Return (*)(nvml::Device, int, int, unsigned long long*);
 
-Finding nvml_finding(std::string detail) { return {"nvml", "nvml", std::move(detail)}; }
+Finding nvml_finding(std::string detail) { return {FaultKind::kNvml, "nvml", std::move(detail)}; }
 
 }  // namespace
 
@@ -49,7 +49,7 @@ struct NvmlCheck::Session {
     }
     seen_gpus = count;
     if (static_cast<long>(count) != expected_gpus) {
-      findings.push_back({"gpu-count", "nvml",
+      findings.push_back({FaultKind::kGpuCount, "nvml",
                           fmt::format("expected {} GPUs, NVML sees {}", expected_gpus, count)});
     }
     if (!continuous) return findings;
@@ -82,7 +82,7 @@ struct NvmlCheck::Session {
     seen_ecc = ecc_total;
     if (!rose.empty()) {
       findings.push_back(
-          {"ecc", "nvml", "uncorrected volatile ECC errors rose since the first look: " + rose});
+          {FaultKind::kEcc, "nvml", "uncorrected volatile ECC errors rose since the first look: " + rose});
     }
     return findings;
   }
@@ -103,7 +103,7 @@ std::vector<Finding> NvmlCheck::run() {
         [session = session_, gpus = gpus_, continuous = continuous_] {
           return session->look(gpus, continuous);
         },
-        timeout_, "nvml", "nvml", "NVML");
+        timeout_, FaultKind::kNvml, "nvml", "NVML");
   } catch (const std::exception& e) {
     log::warn("nvml check: {}", e.what());
   }

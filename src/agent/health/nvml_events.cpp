@@ -33,12 +33,12 @@ constexpr auto kWaitSlice = 200ms;  // how soon a stop is seen
 
 std::optional<Finding> classify_nvml_event(const NvmlEvent& e) {
   if (e.type & kDoubleBitEcc) {
-    return Finding{"ecc", "nvml-events",
+    return Finding{FaultKind::kEcc, "nvml-events",
                    fmt::format("GPU {}: uncorrected (double-bit) ECC error", e.gpu)};
   }
   // The driver's 999 ("an Xid it cannot name") is not in the hardware list either.
   if ((e.type & kXid) && is_hardware_xid(static_cast<int>(e.data))) {
-    return Finding{"xid", "nvml-events", fmt::format("GPU {}: Xid {}", e.gpu, e.data)};
+    return Finding{FaultKind::kXid, "nvml-events", fmt::format("GPU {}: Xid {}", e.gpu, e.data)};
   }
   return std::nullopt;
 }

@@ -65,7 +65,7 @@ std::vector<Finding> CpuCheck::run() {
     int found = usable_cpus();
     if (found < expected_) {
       findings.push_back(
-          {"cpu", "cpu", fmt::format("expected {} CPUs, {} usable", expected_, found)});
+          {FaultKind::kCpu, "cpu", fmt::format("expected {} CPUs, {} usable", expected_, found)});
     }
   } catch (const std::exception& e) {
     log::warn("cpu check: {}", e.what());
@@ -80,9 +80,9 @@ std::vector<Finding> MemoryCheck::run() {
     long found = mem_total_mib();
     double needed = tolerance_ * static_cast<double>(expected_mib_);
     if (found < 0) {
-      findings.push_back({"memory", "memory", "cannot read MemTotal from /proc/meminfo"});
+      findings.push_back({FaultKind::kMemory, "memory", "cannot read MemTotal from /proc/meminfo"});
     } else if (static_cast<double>(found) < needed) {
-      findings.push_back({"memory", "memory",
+      findings.push_back({FaultKind::kMemory, "memory",
                           fmt::format("expected {} MiB (at least {:.0f}), MemTotal is {} MiB",
                                       expected_mib_, std::ceil(needed), found)});
     }

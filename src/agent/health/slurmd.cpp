@@ -15,7 +15,7 @@ namespace endure::agent::health {
 
 namespace {
 
-Finding gone(std::string detail) { return {"slurmd-gone", "slurmd", std::move(detail)}; }
+Finding gone(std::string detail) { return {FaultKind::kSlurmdGone, "slurmd", std::move(detail)}; }
 
 bool read_small_file(const std::string& path, std::string& out) {
   std::ifstream in(path);

@@ -1,30 +1,9 @@
 #include "controller/metrics/event_tally.h"
 
-#include <array>
+#include "api/fault_kind.h"
 
 namespace endure::metrics {
 namespace {
-
-// recovery_policy.h's table, and the kinds endured's own managers give.
-constexpr std::array<std::string_view, 19> kKinds = {"crash",
-                                                     "hang",
-                                                     "slurmd-gone",
-                                                     "fsx-hang",
-                                                     "fsx-error",
-                                                     "xid",
-                                                     "ecc",
-                                                     "mce",
-                                                     "fs-error",
-                                                     "disk-full",
-                                                     "local-disk",
-                                                     "cpu",
-                                                     "memory",
-                                                     "gpu-count",
-                                                     "nvml",
-                                                     "reboot-failed",
-                                                     "agent",
-                                                     "deep-health-check",
-                                                     "software-update"};
 
 constexpr std::string_view kUnhealthy = "Unhealthy: ";
 
@@ -35,10 +14,7 @@ std::string verdict_kind(std::string_view d) {
   if (d.substr(0, 7) == "Action:") return "manual";
   auto end = d.find_first_of(": ");
   std::string_view kind = d.substr(0, end);
-  for (auto k : kKinds) {
-    if (k == kind) return std::string(kind);
-  }
-  return "other";
+  return api::parse_fault_kind(kind) ? std::string(kind) : "other";
 }
 
 std::string verdict_action(std::string_view d) {

@@ -51,7 +51,7 @@ TEST(NodeGauges, AHungFsxProbeReportsItsBound) {
   });
   auto found = check.run();
   ASSERT_EQ(found.size(), 1u);
-  EXPECT_EQ(found[0].kind, "fsx-hang");
+  EXPECT_STREQ(api::name(found[0].kind), "fsx-hang");
   json g = json::object();
   check.gauges(g);
   EXPECT_DOUBLE_EQ(g.value(api::gauge::kFsxProbeSeconds, -1.0), 0.1);
