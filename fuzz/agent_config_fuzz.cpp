@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "agent/agent_config.h"
+#include "api/node_files.h"
 #include "autoresume/supervisor_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                nullptr, false);
   if (j.is_discarded()) return 0;
   if (data[0] % 2 == 0) {
-    auto config = endure::agent::AgentConfig::from_json(j);
-    if (config && !endure::agent::AgentConfig::from_json(config->to_json())) std::abort();
+    auto config = endure::api::AgentConfig::from_json(j);
+    if (config && !endure::api::AgentConfig::from_json(config->to_json())) std::abort();
   } else {
     (void)endure::autoresume::SupervisorConfig::from_json(j);
   }

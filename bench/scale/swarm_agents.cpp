@@ -289,7 +289,7 @@ Result<sockaddr_in> Swarm::resolve(const std::string& endpoint, std::string& hos
   return address;
 }
 
-Swarm::Gauges Swarm::boot_gauges(const agent::AgentConfig& config) {
+Swarm::Gauges Swarm::boot_gauges(const api::AgentConfig& config) {
   constexpr int64_t kMiB = 1 << 20;
   Gauges g;
   g.gpus = config.gpus;

@@ -154,7 +154,7 @@ class Swarm {
   void build_request(const SimAgent& a);
   void on_call_done(const CallOutcome& outcome);
   Result<sockaddr_in> resolve(const std::string& endpoint, std::string& host_header);
-  Gauges boot_gauges(const agent::AgentConfig& config);
+  Gauges boot_gauges(const api::AgentConfig& config);
   double uniform(double lo, double hi) { return std::uniform_real_distribution<>(lo, hi)(rng_); }
 
   template <class F>

@@ -27,7 +27,7 @@ Result<MachineEvent> parse_machine_record(std::string_view line) {
     event.cluster_id = record.value(api::field::kClusterId, "");
     event.node_name = record.value(api::field::kNodeName, "");
     event.boot = record.value("Boot", 1);
-    auto config = agent::AgentConfig::from_json(record.at("AgentConfig"));
+    auto config = api::AgentConfig::from_json(record.at("AgentConfig"));
     if (!config) return config.error();
     event.config = std::move(*config);
   } catch (const std::exception& e) {

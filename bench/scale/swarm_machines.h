@@ -3,7 +3,7 @@
 //   {"Event":"Boot","ClusterId":..,"InstanceId":..,"NodeName":..,"Boot":n,"AgentConfig":{..}}
 //   {"Event":"Gone","InstanceId":..}
 // Boot 1 is a new machine; 2, 3, ... the same InstanceId rebooted or reimaged. AgentConfig
-// is the agent's config file (agent/agent_config.h).
+// is the agent's config file (api/node_files.h, AgentConfig).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/agent_config.h"
+#include "api/node_files.h"
 #include "common/result.h"
 
 namespace endure::swarm {
@@ -25,7 +25,7 @@ struct MachineEvent {
   std::string cluster_id;
   std::string node_name;
   int boot = 0;
-  agent::AgentConfig config;
+  api::AgentConfig config;
 };
 
 // One line of machines.jsonl. Fails on a line that is not one of the two records.

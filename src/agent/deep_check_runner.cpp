@@ -9,7 +9,7 @@ namespace endure::agent {
 
 using namespace std::chrono_literals;
 
-health::DeepCheckOptions deep_check_options(const AgentConfig& config) {
+health::DeepCheckOptions deep_check_options(const api::AgentConfig& config) {
   health::DeepCheckOptions o;
   o.cpu_threads = std::max(1, config.cpus);
   o.cpu_seconds = 2.0;
@@ -22,7 +22,7 @@ health::DeepCheckOptions deep_check_options(const AgentConfig& config) {
   return o;
 }
 
-DeepCheckRunner::DeepCheckRunner(const AgentConfig& config, HttpClient client)
+DeepCheckRunner::DeepCheckRunner(const api::AgentConfig& config, HttpClient client)
     : config_(config), client_(std::move(client)) {}
 
 DeepCheckRunner::~DeepCheckRunner() {

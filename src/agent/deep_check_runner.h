@@ -8,9 +8,9 @@
 #include <string>
 #include <thread>
 
-#include "agent/agent_config.h"
 #include "agent/health/deep.h"
 #include "api/messages.h"
+#include "api/node_files.h"
 #include "common/http_client.h"
 #include "common/json.h"
 
@@ -18,7 +18,7 @@ namespace endure::agent {
 
 class DeepCheckRunner {
  public:
-  DeepCheckRunner(const AgentConfig& config, HttpClient client);
+  DeepCheckRunner(const api::AgentConfig& config, HttpClient client);
   ~DeepCheckRunner();
 
   // Called with every heartbeat reply's DeepHealthCheck (empty when none is open).
@@ -27,7 +27,7 @@ class DeepCheckRunner {
  private:
   void run(api::DeepCheckOrder order);
 
-  const AgentConfig& config_;
+  const api::AgentConfig& config_;
   HttpClient client_;
   std::mutex mu_;
   std::string current_id_;
@@ -38,6 +38,6 @@ class DeepCheckRunner {
 };
 
 // The deep checks' sizes and thresholds for a node of this instance type (see README).
-health::DeepCheckOptions deep_check_options(const AgentConfig& config);
+health::DeepCheckOptions deep_check_options(const api::AgentConfig& config);
 
 }  // namespace endure::agent

@@ -25,7 +25,7 @@ json LifecycleResult::to_json() const {
 
 namespace {
 
-std::vector<std::string> script_environment(const AgentConfig& c) {
+std::vector<std::string> script_environment(const api::AgentConfig& c) {
   return {
       "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
       "HOME=/root",
@@ -46,7 +46,7 @@ std::vector<std::string> script_environment(const AgentConfig& c) {
 }
 
 // Starts `bash script` in cwd, in its own process group, output to the lifecycle log.
-Result<int> start_script(const AgentConfig& c, const std::string& script, const char* cwd) {
+Result<int> start_script(const api::AgentConfig& c, const std::string& script, const char* cwd) {
   std::vector<std::string> env = script_environment(c);
   std::vector<char*> envp;
   for (auto& e : env) envp.push_back(e.data());
@@ -73,7 +73,7 @@ Result<int> start_script(const AgentConfig& c, const std::string& script, const 
 
 }  // namespace
 
-LifecycleResult run_boot_scripts(const AgentConfig& c) {
+LifecycleResult run_boot_scripts(const api::AgentConfig& c) {
   std::vector<std::string> scripts;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(node::kBootScriptsDir, ec)) {
@@ -96,7 +96,7 @@ LifecycleResult run_boot_scripts(const AgentConfig& c) {
   return {"Succeeded", 0, fs::tail_lines(node::kLifecycleLog, kTailLines)};
 }
 
-Result<int> start_lifecycle(const AgentConfig& c) {
+Result<int> start_lifecycle(const api::AgentConfig& c) {
   return start_script(c, std::string(node::kLifecycleDir) + "/" + c.on_create, node::kLifecycleDir);
 }
 

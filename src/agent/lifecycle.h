@@ -6,7 +6,7 @@
 #include <string>
 
 #include "api/node_contract.h"
-#include "agent/agent_config.h"
+#include "api/node_files.h"
 #include "common/json.h"
 #include "common/result.h"
 
@@ -23,11 +23,11 @@ struct LifecycleResult {
 
 // Starts `bash OnCreate` in the lifecycle folder, in its own process group, with its
 // output appended to the lifecycle log and the ENDURE_* variables set. Returns its pid.
-Result<int> start_lifecycle(const AgentConfig& config);
+Result<int> start_lifecycle(const api::AgentConfig& config);
 
 // Runs the boot scripts (node::kBootScriptsDir/*, in name order) with their output appended
 // to the lifecycle log; the outcome of the first that fails, or Succeeded.
-LifecycleResult run_boot_scripts(const AgentConfig& config);
+LifecycleResult run_boot_scripts(const api::AgentConfig& config);
 
 // The outcome from the script's wait status (or a timeout), with the log's last lines.
 LifecycleResult lifecycle_outcome(int wait_status, bool timed_out, int timeout_seconds);

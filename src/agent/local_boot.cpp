@@ -1,4 +1,3 @@
-#include "api/node_contract.h"
 #include "agent/local_boot.h"
 
 #include <fcntl.h>
@@ -13,8 +12,9 @@
 #include <fstream>
 #include <vector>
 
+#include "api/node_contract.h"
+#include "api/node_files.h"
 #include "common/fs.h"
-#include "provider/local/local_provider.h"
 
 extern char** environ;
 
@@ -89,7 +89,7 @@ Status local_boot(const std::string& boot_json_path) {
   auto text = fs::read_file(boot_json_path);
   if (!text) return text.error();
   auto parsed = json::parse(*text, nullptr, false);
-  auto boot = provider::LocalBoot::from_json(parsed);
+  auto boot = api::LocalBoot::from_json(parsed);
   if (!boot) return boot.error();
 
   int pid = host_pid();

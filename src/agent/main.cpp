@@ -13,7 +13,6 @@
 #include <string>
 #include <thread>
 
-#include "agent/agent_config.h"
 #include "agent/deep_check_runner.h"
 #include "agent/health/health_check.h"
 #include "agent/health/kernel_log.h"
@@ -25,6 +24,7 @@
 #include "agent/swap_in.h"
 #include "api/messages.h"
 #include "api/node_contract.h"
+#include "api/node_files.h"
 #include "common/command_line.h"
 #include "common/fs.h"
 #include "common/http_client.h"
@@ -40,7 +40,7 @@ std::atomic<bool> g_stop{false};
 
 void on_term(int) { g_stop = true; }
 
-agent::health::NodeExpectations expectations(const agent::AgentConfig& c) {
+agent::health::NodeExpectations expectations(const api::AgentConfig& c) {
   agent::health::NodeExpectations e;
   e.instance_id = c.instance_id;
   e.cpus = c.cpus;
@@ -79,7 +79,7 @@ int run_agent(const std::string& config_path, bool restarted) {
     log::error("{}", text.error().message);
     return 1;
   }
-  auto config = agent::AgentConfig::from_json(json::parse(*text, nullptr, false));
+  auto config = api::AgentConfig::from_json(json::parse(*text, nullptr, false));
   if (!config) {
     log::error("{}", config.error().message);
     return 1;

@@ -13,7 +13,7 @@ std::string path(const char* action) { return std::string(api::kPathPrefix) + ac
 
 }  // namespace
 
-Reporter::Reporter(const AgentConfig& config, HttpClient client,
+Reporter::Reporter(const api::AgentConfig& config, HttpClient client,
                    std::function<void(const api::AgentHeartbeatReply&)> on_orders)
     : config_(config), client_(std::move(client)), on_orders_(std::move(on_orders)) {}
 

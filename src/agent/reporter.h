@@ -11,9 +11,9 @@
 #include <optional>
 #include <vector>
 
-#include "agent/agent_config.h"
 #include "agent/lifecycle.h"
 #include "api/messages.h"
+#include "api/node_files.h"
 #include "common/http_client.h"
 
 namespace endure::agent {
@@ -24,7 +24,7 @@ class Reporter {
   // records is one fault, and endured needs only the first to judge).
   static constexpr std::size_t kMaxQueued = 256;
 
-  Reporter(const AgentConfig& config, HttpClient client,
+  Reporter(const api::AgentConfig& config, HttpClient client,
            std::function<void(const api::AgentHeartbeatReply&)> on_orders);
 
   void report_lifecycle(const LifecycleResult& result);
@@ -44,7 +44,7 @@ class Reporter {
   void send_logged();
   void send_heartbeat();
 
-  const AgentConfig& config_;
+  const api::AgentConfig& config_;
   HttpClient client_;
   std::function<void(const api::AgentHeartbeatReply&)> on_orders_;
   std::mutex mu_;

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <thread>
 
-#include "agent/agent_config.h"
 #include "api/node_contract.h"
+#include "api/node_files.h"
 #include "common/fs.h"
 #include "common/process.h"
 
@@ -73,7 +73,7 @@ Status swap_in(const std::string& config_path, const std::string& node_name,
                const std::string& partition) {
   auto text = fs::read_file(config_path);
   if (!text) return text.error();
-  auto config = AgentConfig::from_json(json::parse(*text, nullptr, false));
+  auto config = api::AgentConfig::from_json(json::parse(*text, nullptr, false));
   if (!config) return config.error();
   if (config->role != "worker") return swap_error("only a worker node can be swapped in");
   config->node_name = node_name;

@@ -11,6 +11,8 @@
 // integer, double, json (passed through as is), an enum (its name on the wire: ADL finds
 // name(E), parse_value(text, E&) and value_names(E) beside it), another message, a
 // std::vector of those, or a std::optional of any of them (absent on the wire when empty).
+// A member wrapped in defaulted() is always written and may be absent when read (it keeps
+// its default).
 #pragma once
 
 #include <limits>
@@ -116,12 +118,26 @@ std::optional<std::string> decode_if_present(const json& in, const char* key, T&
   return decode(*it, where.empty() ? std::string(key) : where + "." + key, out);
 }
 
+// A member that keeps its default when absent: visit(key, defaulted(self.member)).
+template <class T>
+struct Defaulted {
+  T& value;
+};
+template <class T>
+Defaulted<T> defaulted(T& value) {
+  return {value};
+}
+
 class Writer {
  public:
   explicit Writer(json& out) : out_(out) {}
   template <class T>
   void operator()(const char* key, const T& value) {
     out_[key] = encode(value);
+  }
+  template <class T>
+  void operator()(const char* key, Defaulted<T> member) {
+    out_[key] = encode(member.value);
   }
   template <class T>
   void operator()(const char* key, const std::optional<T>& value) {
@@ -155,6 +171,10 @@ class Reader {
     error_ = decode(*it, key, value);
     if (!error_) out = std::move(value);
   }
+  template <class T>
+  void operator()(const char* key, Defaulted<T> member) {
+    if (!error_) error_ = decode_if_present(in_, key, member.value);
+  }
   const std::optional<std::string>& error() const { return error_; }
 
  private:
@@ -171,6 +191,10 @@ class Lister {
   }
   template <class T>
   void operator()(const char* key, const std::optional<T>&) {
+    out_.push_back({key, true});
+  }
+  template <class T>
+  void operator()(const char* key, Defaulted<T>) {
     out_.push_back({key, true});
   }
 

@@ -100,6 +100,11 @@ ENDURE_API_CODEC(ListHostsReply)
 ENDURE_API_CODEC(ReturnHostRequest)
 ENDURE_API_CODEC(ReturnHostReply)
 ENDURE_API_CODEC(ErrorReply)
+ENDURE_API_CODEC(AccessKeyMetadata)
+ENDURE_API_CODEC(NewAccessKey)
+ENDURE_API_CODEC(CreateAccessKeyReply)
+ENDURE_API_CODEC(ListAccessKeysReply)
+ENDURE_API_CODEC(DeleteAccessKeyRequest)
 
 ENDURE_API_CODEC(ReportTrainingMetricsRequest)
 ENDURE_API_CODEC(ReportTrainingMetricsReply)
@@ -126,6 +131,9 @@ Status NodeRef::check() const {
 }
 
 Status ReturnHostRequest::check() const { return non_empty(field::kHostName, host_name); }
+Status DeleteAccessKeyRequest::check() const {
+  return non_empty(key_field::kAccessKeyId, access_key_id);
+}
 
 Status ListClusterNodesRequest::check() const {
   return non_empty(field::kClusterName, cluster_name);

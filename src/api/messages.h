@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/messages_access_keys.h"
 #include "api/messages_agent.h"
 #include "api/messages_cluster.h"
 #include "api/messages_host.h"

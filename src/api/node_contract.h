@@ -16,7 +16,7 @@ inline constexpr const char* kAutoResumeSupervisor = "/opt/endure/bin/endure-aut
 
 // Files endured writes at instance creation. Secret (mode 0600): the agent's config and the
 // munge key; the rest is readable by every user of the node.
-// {Endpoint, InstanceId, Token, NodeName, ...}: agent/agent_config.h.
+// {Endpoint, InstanceId, Token, NodeName, ...}: api/node_files.h, AgentConfig.
 inline constexpr const char* kAgentConfigPath = "/opt/endure/config/agent.json";
 inline constexpr const char* kMungeKeyPath = "/opt/endure/config/munge.key";
 // The cluster, its groups and every instance's name, address and role (what lifecycle
@@ -24,7 +24,8 @@ inline constexpr const char* kMungeKeyPath = "/opt/endure/config/munge.key";
 inline constexpr const char* kResourceConfigPath = "/opt/endure/config/resource_config.json";
 inline constexpr const char* kProvisioningPath = "/opt/endure/config/provisioning_parameters.json";
 // Where srun's auto-resume supervisor finds endured: {Endpoint, ClusterName, Token,
-// MaxResumes}. Its token allows only the AutoResume* calls.
+// MaxResumes} (api/node_files.h, AutoResumeConfig). Its token allows only the AutoResume*
+// calls.
 inline constexpr const char* kAutoResumeConfigPath = "/opt/endure/config/auto_resume.json";
 // endured's CA, pinned by the node's https calls to endured (hosts reach it over TLS).
 inline constexpr const char* kEndureCaPath = "/opt/endure/config/endure-ca.pem";

@@ -11,6 +11,8 @@
 
 #include <array>
 
+#include "common/error_codes.h"
+
 namespace endure::api {
 
 // endured's default port on 127.0.0.1; `endured --port` or config.json "Port" changes it.
@@ -83,12 +85,12 @@ inline constexpr const char* kListTrainingRuns = "ListTrainingRuns";
 inline constexpr const char* kGetTrainingMetrics = "GetTrainingMetrics";
 inline constexpr const char* kListClusterJobs = "ListClusterJobs";
 
-// Error codes (the reply's "__type").
-inline constexpr const char* kValidationException = "ValidationException";
-inline constexpr const char* kResourceNotFound = "ResourceNotFound";
-inline constexpr const char* kResourceInUse = "ResourceInUse";
-inline constexpr const char* kConflictException = "ConflictException";
-inline constexpr const char* kUnauthorized = "Unauthorized";
-inline constexpr const char* kInternalFailure = "InternalFailure";
+// Error codes (the reply's "__type"): common/error_codes.h's.
+using errors::kConflictException;
+using errors::kInternalFailure;
+using errors::kResourceInUse;
+using errors::kResourceNotFound;
+using errors::kUnauthorized;
+using errors::kValidationException;
 
 }  // namespace endure::api

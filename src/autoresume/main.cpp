@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "api/node_contract.h"
-#include "agent/agent_config.h"
 #include "autoresume/supervisor.h"
 #include "common/fs.h"
 #include "slurm/hostlist.h"

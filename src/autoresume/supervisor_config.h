@@ -10,7 +10,7 @@
 
 namespace endure::autoresume {
 
-// What the node tells the supervisor (node::kAutoResumeConfigPath).
+// What the node tells the supervisor (api::AutoResumeConfig), and its own pace.
 struct SupervisorConfig {
   std::string endpoint;
   std::string ca_file;  // with an https endpoint: endured's CA

@@ -3,13 +3,13 @@
 // verbs manage them through /v1 with the operator token.
 #include <ostream>
 
+#include "api/messages.h"
 #include "cli/session.h"
 #include "cli/table.h"
-#include "controller/access_keys.h"
 
 namespace endure::cli {
 
-namespace k = controller::key_field;
+namespace k = api::key_field;
 
 namespace {
 
@@ -38,14 +38,14 @@ void add_access_key_verbs(CLI::App& app, SessionPtr s, Selected selected) {
       "secret is shown this once");
   auto create_request = std::make_shared<RequestBuilder>(create);
   on_run(create, selected, [s, create_request] {
-    return s->run(controller::kCreateAccessKey, create_request->build(), {print_key});
+    return s->run(api::kCreateAccessKey, create_request->build(), {print_key});
   });
 
   CLI::App* list = app.add_subcommand(
       "list-access-keys", "List the access keys endured accepts signed requests from (no secrets)");
   auto list_request = std::make_shared<RequestBuilder>(list);
   on_run(list, selected, [s, list_request] {
-    return s->run(controller::kListAccessKeys, list_request->build(), {print_keys});
+    return s->run(api::kListAccessKeys, list_request->build(), {print_keys});
   });
 
   CLI::App* remove = app.add_subcommand(
@@ -54,7 +54,7 @@ void add_access_key_verbs(CLI::App& app, SessionPtr s, Selected selected) {
   remove_request->add(Kind::kText, "--access-key-id", k::kAccessKeyId, "the key's AccessKeyId",
                       true);
   on_run(remove, selected, [s, remove_request] {
-    return s->run(controller::kDeleteAccessKey, remove_request->build(), {print_nothing});
+    return s->run(api::kDeleteAccessKey, remove_request->build(), {print_nothing});
   });
 }
 

@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/exec_target.h"
 #include "api/messages.h"
 #include "api/wire.h"
 #include "cli/session.h"
@@ -29,7 +30,6 @@
 #include "common/http_client.h"
 #include "common/json.h"
 #include "common/result.h"
-#include "provider/local/local_provider.h"
 
 namespace endure::cli {
 namespace {
@@ -315,7 +315,7 @@ void add_exec(CLI::App& app, SessionPtr s, Selected selected) {
 
     std::vector<std::string> cmd =
         command->empty() ? std::vector<std::string>{"/bin/bash", "-l"} : *command;
-    std::vector<std::string> argv = provider::node_exec_argv(where->pid, where->node_name, cmd);
+    std::vector<std::string> argv = api::node_exec_argv(where->pid, where->node_name, cmd);
     std::vector<char*> args;
     for (auto& a : argv) args.push_back(a.data());
     args.push_back(nullptr);

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "api/wire.h"
+#include "common/error_codes.h"
 
 namespace endure {
 
@@ -24,12 +24,12 @@ Result<Endpoint> parse_endpoint(const std::string& text, const std::string& ca_f
   while (!rest.empty() && (rest.back() == '/' || rest.back() == '\n')) rest.pop_back();
   auto colon = rest.rfind(':');
   if (colon == std::string::npos || colon == 0) {
-    return make_error(api::kValidationException,
+    return make_error(errors::kValidationException,
                       "endpoint '" + text + "': must be http://HOST:PORT or https://HOST:PORT");
   }
   if (ep.tls && ep.ca_file.empty()) {
     return make_error(
-        api::kValidationException,
+        errors::kValidationException,
         "endpoint '" + text + "': https needs the CA file its certificate comes from");
   }
   ep.host = rest.substr(0, colon);
@@ -39,7 +39,7 @@ Result<Endpoint> parse_endpoint(const std::string& text, const std::string& ca_f
     ep.port = 0;
   }
   if (ep.port <= 0 || ep.port > 65535) {
-    return make_error(api::kValidationException,
+    return make_error(errors::kValidationException,
                       "endpoint '" + text + "': port must be an integer from 1 to 65535");
   }
   return ep;
@@ -70,7 +70,7 @@ Result<json> HttpClient::post(const std::string& path, const json& body) const {
   }
   json parsed = json::parse(reply->body, nullptr, false);
   if (reply->status / 100 == 2) {
-    if (parsed.is_discarded()) return make_error(api::kInternalFailure, "reply is not JSON");
+    if (parsed.is_discarded()) return make_error(errors::kInternalFailure, "reply is not JSON");
     return parsed;
   }
   std::string code = "HTTP" + std::to_string(reply->status);

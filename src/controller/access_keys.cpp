@@ -11,7 +11,7 @@
 namespace endure::controller {
 namespace {
 
-namespace k = key_field;
+namespace k = api::key_field;
 
 AccessKey new_key() {
   std::string id = ids::random_hex(16);
@@ -19,10 +19,8 @@ AccessKey new_key() {
   return {"AKIA" + id, ids::random_hex(40), ids::now_seconds()};
 }
 
-json metadata(const AccessKey& key) {
-  return {{k::kAccessKeyId, key.id},
-          {k::kCreateDate, ids::iso_time(key.created)},
-          {k::kStatus, "Active"}};
+api::AccessKeyMetadata metadata(const AccessKey& key) {
+  return {key.id, ids::iso_time(key.created)};
 }
 
 Result<std::vector<AccessKey>> parse(const std::filesystem::path& path, const std::string& text) {
@@ -120,21 +118,20 @@ Result<json> AccessKeys::handle(const std::string& action, const json& request) 
   if (action == kCreateAccessKey) {
     auto key = create();
     if (!key) return key.error();
-    json out = metadata(*key);
-    out[k::kSecretAccessKey] = key->secret;
-    return json{{k::kAccessKey, out}};
+    api::AccessKeyMetadata shown = metadata(*key);
+    return api::CreateAccessKeyReply{
+        {shown.access_key_id, shown.create_date, shown.status, key->secret}}
+        .to_json();
   }
   if (action == kListAccessKeys) {
-    json keys = json::array();
-    for (const auto& key : list()) keys.push_back(metadata(key));
-    return json{{k::kAccessKeyMetadata, keys}};
+    api::ListAccessKeysReply reply;
+    for (const auto& key : list()) reply.keys.push_back(metadata(key));
+    return reply.to_json();
   }
   // DeleteAccessKey
-  auto id = request.find(k::kAccessKeyId);
-  if (id == request.end() || !id->is_string() || id->get<std::string>().empty()) {
-    return make_error(api::kValidationException, "AccessKeyId: is required, a non-empty string");
-  }
-  if (auto s = remove(id->get<std::string>()); !s) return s.error();
+  auto asked = api::DeleteAccessKeyRequest::from_json(request);
+  if (!asked) return asked.error();
+  if (auto s = remove(asked->access_key_id); !s) return s.error();
   return json::object();
 }
 

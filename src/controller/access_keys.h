@@ -11,24 +11,16 @@
 #include <string>
 #include <vector>
 
+#include "api/messages.h"
 #include "common/json.h"
 #include "common/result.h"
 
 namespace endure::controller {
 
-// The operator's actions on keys, in the spelling of the cloud's identity service (IAM).
-inline constexpr const char* kCreateAccessKey = "CreateAccessKey";
-inline constexpr const char* kListAccessKeys = "ListAccessKeys";
-inline constexpr const char* kDeleteAccessKey = "DeleteAccessKey";
-namespace key_field {
-inline constexpr const char* kAccessKey = "AccessKey";
-inline constexpr const char* kAccessKeyId = "AccessKeyId";
-inline constexpr const char* kSecretAccessKey = "SecretAccessKey";
-inline constexpr const char* kCreateDate = "CreateDate";
-inline constexpr const char* kStatus = "Status";
-inline constexpr const char* kAccessKeyMetadata = "AccessKeyMetadata";
-inline constexpr const char* kAccessKeys = "AccessKeys";
-}  // namespace key_field
+// The operator's actions on keys (their messages: api/messages_access_keys.h).
+using api::kCreateAccessKey;
+using api::kDeleteAccessKey;
+using api::kListAccessKeys;
 
 // The file's name in endured's home, beside "token".
 inline constexpr const char* kAccessKeysFile = "access_keys.json";

@@ -21,7 +21,7 @@
 #include "controller/auto_resume_policy.h"
 #include "controller/config.h"
 #include "controller/health_monitor.h"
-#include "controller/recovery_manager.h"
+#include "controller/slurm_in_node.h"
 #include "spec/layout.h"
 #include "store/store.h"
 

@@ -180,7 +180,8 @@ Result<json> ClusterService::describe_cluster(const json& request) {
   api::DescribeClusterReply reply;
   for (const auto& g : spec->groups) {
     int current = 0;
-    for (const auto& i : instances) current += i.group == g.name && i.status == NodeStatus::kRunning;
+    for (const auto& i : instances)
+      current += i.group == g.name && i.status == NodeStatus::kRunning;
     api::InstanceGroupDetails entry;
     entry.instance_group_name = g.name;
     entry.instance_type = g.instance_type;
@@ -194,7 +195,8 @@ Result<json> ClusterService::describe_cluster(const json& request) {
     if (g.warm_spares > 0) {
       entry.warm_spares = g.warm_spares;
       int ready = 0;
-      for (const auto& i : instances) ready += i.group == g.name && i.status == NodeStatus::kWarmSpare;
+      for (const auto& i : instances)
+        ready += i.group == g.name && i.status == NodeStatus::kWarmSpare;
       entry.current_warm_spares = ready;
     }
     reply.instance_groups.push_back(std::move(entry));
@@ -215,7 +217,8 @@ Result<json> ClusterService::describe_cluster(const json& request) {
 Result<json> ClusterService::list_clusters(const json&) {
   api::ListClustersReply reply;
   for (const auto& c : store_.clusters()) {
-    reply.cluster_summaries.push_back({c.arn, c.id, c.name, name(c.status), ids::iso_time(c.created_at)});
+    reply.cluster_summaries.push_back(
+        {c.arn, c.id, c.name, name(c.status), ids::iso_time(c.created_at)});
   }
   return reply.to_json();
 }
@@ -270,9 +273,8 @@ Result<json> ClusterService::describe_cluster_node(const json& request) {
   details.health = name(node->health);
   if (!node->last_verdict.empty()) details.last_verdict = node->last_verdict;
   if (node->recovery.has_value()) {
-    details.recovery =
-        api::NodeRecoveryInfo{name(*node->recovery), node->recovery_reason,
-                              name(node->recovery_stage)};
+    details.recovery = api::NodeRecoveryInfo{name(*node->recovery), node->recovery_reason,
+                                             name(node->recovery_stage)};
   }
   if (!node->replaces.empty()) details.replaces = node->replaces;
   return reply.to_json();

@@ -9,7 +9,7 @@
 #include "common/result.h"
 #include "controller/config.h"
 #include "controller/health_monitor.h"
-#include "controller/recovery_manager.h"
+#include "controller/slurm_in_node.h"
 #include "provider/node_provider.h"
 #include "store/store.h"
 

@@ -22,7 +22,7 @@ namespace endure::controller {
 
 struct Verdict {
   api::FaultKind fault = api::FaultKind::kCrash;  // the key of recovery_policy.h's table
-  std::string detail;                              // for people
+  std::string detail;                             // for people
 };
 
 class HealthMonitor {

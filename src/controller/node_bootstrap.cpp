@@ -2,8 +2,8 @@
 
 #include <map>
 
-#include "agent/agent_config.h"
 #include "api/node_contract.h"
+#include "api/node_files.h"
 #include "slurm/slurm_conf.h"
 
 namespace endure::controller {
@@ -63,7 +63,7 @@ provider::LaunchRequest launch_request(const Config& config, const store::Cluste
                                        const std::vector<store::InstanceRow>& rows,
                                        const NodeFiles& files, const NodeEndpoint& endpoint) {
   const std::string url = endpoint.url.empty() ? config.endpoint() : endpoint.url;
-  agent::AgentConfig agent_config;
+  api::AgentConfig agent_config;
   agent_config.endpoint = url;
   agent_config.ca_file = endpoint.ca_file;
   agent_config.instance_id = row.instance_id;
@@ -81,11 +81,12 @@ provider::LaunchRequest launch_request(const Config& config, const store::Cluste
   agent_config.memory_mib = slot.type.memory_mib;
   agent_config.gpus = slot.type.gpus;
   // Readable by every user of the node: the token allows only the AutoResume* calls.
-  json auto_resume_config = {{"Endpoint", url},
-                             {"ClusterName", cluster.name},
-                             {"Token", files.auto_resume_token},
-                             {"MaxResumes", config.auto_resume_max_resumes}};
-  if (!endpoint.ca_file.empty()) auto_resume_config["CaFile"] = endpoint.ca_file;
+  api::AutoResumeConfig auto_resume_config;
+  auto_resume_config.endpoint = url;
+  auto_resume_config.cluster_name = cluster.name;
+  auto_resume_config.token = files.auto_resume_token;
+  auto_resume_config.max_resumes = config.auto_resume_max_resumes;
+  auto_resume_config.ca_file = endpoint.ca_file;
   provider::LaunchRequest request;
   request.cluster_id = cluster.id;
   request.instance_id = row.instance_id;
@@ -95,7 +96,7 @@ provider::LaunchRequest launch_request(const Config& config, const store::Cluste
       {node::kSlurmConfPath, files.slurm_conf},
       {node::kPlugstackConfPath, "include /etc/slurm/plugstack.conf.d/*.conf\n"},
       {node::kCliFilterPath, slurm::render_cli_filter()},
-      {node::kAutoResumeConfigPath, auto_resume_config.dump(2)},
+      {node::kAutoResumeConfigPath, auto_resume_config.to_json().dump(2)},
       {node::kHostsPath, files.hosts},
       {node::kResourceConfigPath, resource_config(cluster, model, rows).dump(2)},
       {node::kProvisioningPath, cluster.provisioning.dump(2)},

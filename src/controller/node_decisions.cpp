@@ -181,7 +181,8 @@ RecoveryStep next_recovery_step(std::optional<RecoveryAction> recovery, Recovery
       return RecoveryStep::kDrain;
     case RecoveryStage::kDrained:
       if (recovery == RecoveryAction::kReboot) return RecoveryStep::kReboot;
-      return recovery == RecoveryAction::kReplace ? RecoveryStep::kMarkReplacing : RecoveryStep::kNone;
+      return recovery == RecoveryAction::kReplace ? RecoveryStep::kMarkReplacing
+                                                  : RecoveryStep::kNone;
     case RecoveryStage::kTerminating:
       return recovery == RecoveryAction::kReplace ? RecoveryStep::kDestroy : RecoveryStep::kNone;
     default:
@@ -239,8 +240,7 @@ UpdateDecision decide_update(const store::InstanceRow* row, const std::string& i
     d.step = UpdateStep::kReimage;
     return d;
   }
-  auto lifecycle =
-      row->lifecycle_status;
+  auto lifecycle = row->lifecycle_status;
   if (lifecycle == LifecycleStatus::kFailed) {
     d.step = UpdateStep::kFail;
     d.text = "OnCreate failed on the new software: " + row->lifecycle_tail;
@@ -287,7 +287,8 @@ SilenceDecision decide_silence(const SilenceObservation& seen, const SilenceLimi
   const std::string probed = seen.probe.detail.empty() ? "" : " (" + seen.probe.detail + ")";
   switch (seen.probe.machine) {
     case MachineState::kGone:
-      return {SilenceStep::kVerdict, api::FaultKind::kCrash, "every process of the instance is gone" + probed};
+      return {SilenceStep::kVerdict, api::FaultKind::kCrash,
+              "every process of the instance is gone" + probed};
     case MachineState::kStopped:
       return {SilenceStep::kVerdict, api::FaultKind::kHang,
               silence + "; every process of the node is stopped" + probed};

@@ -47,7 +47,8 @@ Result<json> batch_delete_nodes(store::Store& store, const json& request) {
       continue;
     }
     if (row->recovery.has_value() || row->status == NodeStatus::kSystemUpdating ||
-        row->status == NodeStatus::kShuttingDown || row->status == NodeStatus::kDeepHealthCheckInProgress) {
+        row->status == NodeStatus::kShuttingDown ||
+        row->status == NodeStatus::kDeepHealthCheckInProgress) {
       fail(id, "NodeIdInUse",
            row->node_name + " is " + status_text(row->status, row->recovery) +
                "; delete it once that is done");
@@ -71,11 +72,11 @@ Result<json> batch_delete_nodes(store::Store& store, const json& request) {
   for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
   Status s = store.transaction([&]() -> Status {
     auto fresh = store.cluster_by_id(cluster->id);
-    if (!fresh || (fresh->status != ClusterStatus::kInService && fresh->status != ClusterStatus::kUpdating)) {
-      return make_error(api::kConflictException,
-                        "ClusterName: cluster " + cluster->name + " is " +
-                            (fresh ? name(fresh->status) : "gone") +
-                            "; its nodes can be deleted when InService");
+    if (!fresh ||
+        (fresh->status != ClusterStatus::kInService && fresh->status != ClusterStatus::kUpdating)) {
+      return make_error(api::kConflictException, "ClusterName: cluster " + cluster->name + " is " +
+                                                     (fresh ? name(fresh->status) : "gone") +
+                                                     "; its nodes can be deleted when InService");
     }
     if (fresh->spec != cluster->spec || fresh->removed_slots != cluster->removed_slots) {
       return make_error(api::kConflictException,

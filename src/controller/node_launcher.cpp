@@ -15,8 +15,8 @@
 #include "controller/lookup.h"
 #include "controller/node_bootstrap.h"
 #include "controller/node_state.h"
-#include "controller/shared_fs_grant.h"
 #include "controller/retirement.h"
+#include "controller/shared_fs_grant.h"
 #include "controller/transition.h"
 #include "slurm/slurm_conf.h"
 
@@ -154,7 +154,8 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
 void NodeLauncher::claim_hosts(const store::ClusterRow& cluster, const spec::ClusterModel& model) {
   for (const auto& r : store_.instances(cluster.id, true)) {
     const auto* group = model.spec.find_group(r.group);
-    if (r.status != NodeStatus::kPending || r.pid != 0 || !group || group->host_pool.empty()) continue;
+    if (r.status != NodeStatus::kPending || r.pid != 0 || !group || group->host_pool.empty())
+      continue;
     if (hosts_.host_of(cluster.id, r.instance_id)) continue;
     auto claimed = hosts_.claim(group->host_pool, cluster.id, r.instance_id, {});
     if (!claimed) {

@@ -55,8 +55,8 @@ class NodeLauncher {
   // pool; one the pool has none for waits, saying so (an event when it starts waiting).
   void claim_hosts(const store::ClusterRow& cluster, const spec::ClusterModel& model);
   // Marks an instance terminated (its files stay when keep_files) with its event.
-  void retire_instance(const store::InstanceRow& row, NodeStatus status,
-                       const std::string& message, bool keep_files);
+  void retire_instance(const store::InstanceRow& row, NodeStatus status, const std::string& message,
+                       bool keep_files);
 
  private:
   // The instance failed because its host did (the host was set aside): the pool's next

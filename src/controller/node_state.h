@@ -18,6 +18,10 @@
 
 namespace endure::controller {
 
+using api::all_healths;
+using api::all_lifecycle_statuses;
+using api::all_node_statuses;
+using api::all_recovery_stages;
 using api::ClusterStatus;
 using api::Health;
 using api::LifecycleStatus;
@@ -29,10 +33,6 @@ using api::parse_node_status;
 using api::parse_recovery_stage;
 using api::RecoveryAction;
 using api::RecoveryStage;
-using api::all_healths;
-using api::all_lifecycle_statuses;
-using api::all_node_statuses;
-using api::all_recovery_stages;
 
 struct NodeState {
   NodeStatus status = NodeStatus::kPending;

@@ -55,7 +55,8 @@ NodeChange record_pid(int pid) {
 }
 
 NodeChange note(std::string message) {
-  return {"note", {}, [message = std::move(message)](store::InstanceRow& x) { x.message = message; }};
+  return {
+      "note", {}, [message = std::move(message)](store::InstanceRow& x) { x.message = message; }};
 }
 
 NodeChange wait_for_host(const std::string& pool, std::string waiting) {
@@ -108,10 +109,11 @@ NodeChange retire(NodeStatus final_status, const std::string& message, double no
 
 NodeChange finish_replace(const std::string& reason, double now) {
   std::string message = "replaced: " + reason;
-  return {"finish_replace", {{"InstanceTerminated", message}}, [message, now](store::InstanceRow& x) {
-            end_instance(x, S::kTerminated, message, now);
-            x.recovery_stage = RecoveryStage::kDone;
-          }};
+  return {
+      "finish_replace", {{"InstanceTerminated", message}}, [message, now](store::InstanceRow& x) {
+        end_instance(x, S::kTerminated, message, now);
+        x.recovery_stage = RecoveryStage::kDone;
+      }};
 }
 
 NodeChange lose_spare(const std::string& reason, double now) {
@@ -146,9 +148,9 @@ NodeChange mark_healthy() {
 }
 
 NodeChange wait_for_jobs(const std::string& text) {
-  return {"wait_for_jobs",
-          {{"NodeRecoveryWaiting", text}},
-          [text](store::InstanceRow& x) { x.message = text; }};
+  return {"wait_for_jobs", {{"NodeRecoveryWaiting", text}}, [text](store::InstanceRow& x) {
+            x.message = text;
+          }};
 }
 
 NodeChange mark_failure(const std::string& reason, RecoveryAction action, bool drained,

@@ -76,8 +76,7 @@ NodeChange mark_healthy();
 NodeChange wait_for_jobs(const std::string& text);
 // Unhealthy under NodeRecovery None: Failure, marked, nothing else done (NodeUnhealthy, and
 // NodeDrained when Slurm drained it).
-NodeChange mark_failure(const std::string& reason, RecoveryAction action, bool drained,
-                        double now);
+NodeChange mark_failure(const std::string& reason, RecoveryAction action, bool drained, double now);
 
 // --- Recovery (recovery_manager.cpp, deep_check_manager.cpp, software_update_manager.cpp) ---
 

@@ -99,7 +99,8 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   // fails it with the reason rather than leaving it Creating for ever.
   if (const auto& shared = parsed->spec.shared_fs) {
     if (auto s = grant_shared_fs(config_, cluster.id, *shared); !s) {
-      if (cluster.status == ClusterStatus::kCreating) return fail_cluster(cluster, s.error().message);
+      if (cluster.status == ClusterStatus::kCreating)
+        return fail_cluster(cluster, s.error().message);
       log::error("{}: {}", cluster.name, s.error().message);
       return;
     }
@@ -208,7 +209,8 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
 
 void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
                                        const spec::ClusterLayout& layout) {
-  if (cluster.status != ClusterStatus::kCreating && cluster.status != ClusterStatus::kUpdating) return;
+  if (cluster.status != ClusterStatus::kCreating && cluster.status != ClusterStatus::kUpdating)
+    return;
   auto rows = store_.instances(cluster.id, true);
   if (rows.size() != layout.nodes.size()) return;
   for (const auto& r : rows) {
@@ -221,14 +223,17 @@ void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
   crash_point("inservice.before_record");
   double took = ids::now_seconds() - cluster.updated_at;
   (void)transition(
-      store_, cluster, [](store::ClusterRow& c) { c.status = ClusterStatus::kInService; }, "ClusterInService",
+      store_, cluster, [](store::ClusterRow& c) { c.status = ClusterStatus::kInService; },
+      "ClusterInService",
       fmt::format("{} instances Running; {} took {:.1f} s", rows.size(),
-                  cluster.status == ClusterStatus::kCreating ? "CreateCluster" : "UpdateCluster", took));
+                  cluster.status == ClusterStatus::kCreating ? "CreateCluster" : "UpdateCluster",
+                  took));
 }
 
 void Reconciler::fail_cluster(const store::ClusterRow& cluster, const std::string& message) {
   for (const auto& r : store_.instances(cluster.id, true)) {
-    if (r.status == NodeStatus::kPending) launcher_.retire_instance(r, NodeStatus::kFailure, "cluster failed", true);
+    if (r.status == NodeStatus::kPending)
+      launcher_.retire_instance(r, NodeStatus::kFailure, "cluster failed", true);
   }
   (void)transition(
       store_, cluster,
@@ -265,8 +270,8 @@ void Reconciler::delete_cluster(const store::ClusterRow& cluster) {
     return;  // tried again next pass: a deleted cluster leaves no key behind
   }
   (void)transition(
-      store_, cluster, [](store::ClusterRow& c) { c.status = ClusterStatus::kDeleted; }, "ClusterDeleted",
-      "every instance terminated and its files removed");
+      store_, cluster, [](store::ClusterRow& c) { c.status = ClusterStatus::kDeleted; },
+      "ClusterDeleted", "every instance terminated and its files removed");
 }
 
 }  // namespace endure::controller

@@ -25,7 +25,8 @@ RecoveryManager::RecoveryManager(store::Store& store, provider::NodeProvider& pr
 bool RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
                                 const spec::ClusterLayout& layout, const SlurmView& slurm) {
   for (const auto& row : store_.instances(cluster.id, true)) {
-    if (row.status == NodeStatus::kRunning && !row.recovery) judge(cluster, spec, layout, row, slurm);
+    if (row.status == NodeStatus::kRunning && !row.recovery)
+      judge(cluster, spec, layout, row, slurm);
   }
   bool acted = false;
   for (const auto& row : store_.instances(cluster.id, true)) {
@@ -69,11 +70,10 @@ void RecoveryManager::judge(const store::ClusterRow& cluster, const spec::Cluste
       (void)apply(store_, row, wait_for_jobs(d.text));
       return;
     case HealthStep::kMarkFailure: {
-      bool drained =
-          slurm.client &&
-          log::ok(
-              slurm.client->drain(row.node_name, std::string(kDrainReasonPrefix) + " " + d.reason),
-              row.node_name + ": drain");
+      bool drained = slurm.client &&
+                     log::ok(slurm.client->drain(row.node_name,
+                                                 std::string(kDrainReasonPrefix) + " " + d.reason),
+                             row.node_name + ": drain");
       (void)apply(store_, row, mark_failure(d.reason, d.action, drained, ids::now_seconds()));
       return;
     }
@@ -135,10 +135,9 @@ void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::Cluste
   // A reboot that failed leaves its node as its first drain left it: down and drained, its
   // jobs handed to auto-resume already. Nothing to do again on the way to a Replace.
   auto seen = slurm.nodes.find(row.node_name);
-  bool still_drained = drained_already ||
-                       (row.status == NodeStatus::kPending && seen != slurm.nodes.end() &&
-                        seen->second.drained() &&
-                        seen->second.reason.rfind(kDrainReasonPrefix, 0) == 0);
+  bool still_drained = drained_already || (row.status == NodeStatus::kPending &&
+                                           seen != slurm.nodes.end() && seen->second.drained() &&
+                                           seen->second.reason.rfind(kDrainReasonPrefix, 0) == 0);
   if (worker && slurm.client && !still_drained) {
     // Taken before the drain: Slurm requeues a job whose only node goes down by itself, and
     // auto-resume must still see it as the node's job.

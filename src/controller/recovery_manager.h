@@ -13,6 +13,7 @@
 #include "controller/health_monitor.h"
 #include "controller/recovery_policy.h"
 #include "controller/silence_confirmer.h"
+#include "controller/slurm_in_node.h"
 #include "provider/node_provider.h"
 #include "slurm/slurm_client.h"
 #include "spec/cluster_spec.h"
@@ -20,13 +21,6 @@
 #include "store/store.h"
 
 namespace endure::controller {
-
-// What a reconcile pass knows of Slurm: a client into the controller node (when it
-// runs) and the node states it reported (empty when it could not be asked).
-struct SlurmView {
-  const slurm::SlurmClient* client = nullptr;
-  std::map<std::string, slurm::NodeState> nodes;
-};
 
 class RecoveryManager {
  public:

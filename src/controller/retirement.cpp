@@ -6,9 +6,8 @@
 
 namespace endure::controller {
 
-Status retire_instance(store::Store& store, provider::NodeProvider& provider,
-                       HealthMonitor& health, const store::InstanceRow& row,
-                       const Retirement& how) {
+Status retire_instance(store::Store& store, provider::NodeProvider& provider, HealthMonitor& health,
+                       const store::InstanceRow& row, const Retirement& how) {
   if (!how.set_aside.empty()) {
     log::ok(provider.set_aside(row.cluster_id, row.instance_id, how.set_aside),
             row.node_name + ": set its machine aside");

@@ -23,8 +23,7 @@ struct Retirement {
   const char* crash_point_after_effect = nullptr;  // the tests' crash point between the two
 };
 
-Status retire_instance(store::Store& store, provider::NodeProvider& provider,
-                       HealthMonitor& health, const store::InstanceRow& row,
-                       const Retirement& how);
+Status retire_instance(store::Store& store, provider::NodeProvider& provider, HealthMonitor& health,
+                       const store::InstanceRow& row, const Retirement& how);
 
 }  // namespace endure::controller

@@ -1,7 +1,9 @@
 // A Slurm client whose commands run inside one node, through the provider: the controller
-// node for slurmctld's view, any node for its own slurmd.
+// node for slurmctld's view, any node for its own slurmd; and what one reconcile pass saw
+// of Slurm through it.
 #pragma once
 
+#include <map>
 #include <string>
 
 #include "api/node_contract.h"
@@ -10,6 +12,13 @@
 #include "slurm/slurm_client.h"
 
 namespace endure::controller {
+
+// What a reconcile pass knows of Slurm: a client into the controller node (when it
+// runs) and the node states it reported (empty when it could not be asked).
+struct SlurmView {
+  const slurm::SlurmClient* client = nullptr;
+  std::map<std::string, slurm::NodeState> nodes;
+};
 
 inline slurm::SlurmClient slurm_in_node(provider::NodeProvider& provider,
                                         const std::string& cluster_id,

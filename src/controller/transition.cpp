@@ -71,9 +71,8 @@ Status transition(store::Store& store, const store::ClusterRow& cluster,
         // (DeleteCluster, UpdateCluster) stands, and the next pass decides again on it.
         if (stored.status != before.status &&
             (before.status != cluster.status || before.updated_at != cluster.updated_at)) {
-          return make_error("InvalidTransition",
-                            std::string("changed since it was read (now ") + name(before.status) +
-                                "): not applied");
+          return make_error("InvalidTransition", std::string("changed since it was read (now ") +
+                                                     name(before.status) + "): not applied");
         }
         return {};
       },

@@ -9,8 +9,8 @@
 #include "common/ids.h"
 #include "common/log.h"
 #include "controller/node_state.h"
-#include "controller/slurm_in_node.h"
 #include "controller/retirement.h"
+#include "controller/slurm_in_node.h"
 #include "controller/transition.h"
 
 namespace endure::controller {
@@ -22,7 +22,8 @@ bool WarmSpares::swap_in(const store::ClusterRow& cluster, const spec::ClusterLa
   std::vector<store::InstanceRow> ready;
   std::string controller;
   for (auto& r : store_.instances(cluster.id, true)) {
-    if (r.node_name == layout.controller_node && r.status == NodeStatus::kRunning) controller = r.instance_id;
+    if (r.node_name == layout.controller_node && r.status == NodeStatus::kRunning)
+      controller = r.instance_id;
     if (r.status == NodeStatus::kWarmSpare && r.group == slot.group) ready.push_back(std::move(r));
   }
   // The same spare each time it is asked: one a crash left half swapped in is finished.
@@ -51,7 +52,8 @@ bool WarmSpares::swap_in(const store::ClusterRow& cluster, const spec::ClusterLa
     crash_point("spare.before_record");
     std::string text = fmt::format("{} took {}'s Slurm name, replacing {} ({})", spare.node_name,
                                    slot.node_name, replaced.instance_id, replaced.recovery_reason);
-    Status recorded = apply(store_, spare, controller::swap_in(slot.node_name, slot.slot, replaced, text));
+    Status recorded =
+        apply(store_, spare, controller::swap_in(slot.node_name, slot.slot, replaced, text));
     return recorded.ok();
   }
   return false;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <system_error>
 
-#include "api/wire.h"
+#include "common/error_codes.h"
 #include "common/fs.h"
 #include "s3/http_transport.h"
 #include "s3/parallel.h"
@@ -41,7 +41,7 @@ Result<PrefixListing> list_prefix(S3Client& client, const S3Uri& uri) {
     if (o.key.back() == '/') continue;
     std::string rel = relative_path_for(out.prefix, o.key);
     if (rel.empty()) {
-      return make_error(api::kValidationException,
+      return make_error(errors::kValidationException,
                         "s3://" + uri.bucket + "/" + o.key +
                             ": a key under the prefix must be a relative path without "
                             "empty, '.' or '..' parts, to stay inside the copied folder");
@@ -133,9 +133,9 @@ Result<FetchedPrefix> fetch_lifecycle_scripts(S3Client& client, const std::strin
     return e;
   }
   if (std::find(listing->files.begin(), listing->files.end(), on_create) == listing->files.end()) {
-    return make_error(api::kValidationException, field + ".OnCreate: s3://" + uri->bucket + "/" +
-                                                     listing->prefix + on_create +
-                                                     " is not an object under " + source_uri);
+    return make_error(errors::kValidationException, field + ".OnCreate: s3://" + uri->bucket + "/" +
+                                                        listing->prefix + on_create +
+                                                        " is not an object under " + source_uri);
   }
   auto fetched = fetch_listing(client, *listing, cache_root);
   if (!fetched) {

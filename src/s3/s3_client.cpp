@@ -4,7 +4,7 @@
 #include <random>
 #include <thread>
 
-#include "api/wire.h"
+#include "common/error_codes.h"
 #include "s3/request_url.h"
 #include "s3/retry_policy.h"
 #include "s3/s3_error.h"
@@ -39,11 +39,11 @@ Result<std::unique_ptr<S3Client>> S3Client::create(const S3Config& config) {
 
 Status S3Client::check_names(const std::string& bucket, const std::string* key) const {
   if (auto problem = bucket_name_problem(bucket); !problem.empty()) {
-    return make_error(api::kValidationException, "bucket '" + bucket + "': " + problem);
+    return make_error(errors::kValidationException, "bucket '" + bucket + "': " + problem);
   }
   if (key != nullptr) {
     if (auto problem = object_key_problem(*key); !problem.empty()) {
-      return make_error(api::kValidationException,
+      return make_error(errors::kValidationException,
                         "key '" + *key + "' in bucket " + bucket + ": " + problem);
     }
   }
@@ -178,7 +178,8 @@ Result<ListPage> S3Client::list_objects_page(const std::string& bucket,
                                              const ListOptions& options) {
   if (auto st = check_names(bucket, nullptr); !st) return st.error();
   if (options.max_keys < 1 || options.max_keys > 1000) {
-    return make_error(api::kValidationException, "ListObjectsV2 max_keys: must be from 1 to 1000");
+    return make_error(errors::kValidationException,
+                      "ListObjectsV2 max_keys: must be from 1 to 1000");
   }
   std::map<std::string, std::string> query = {{"list-type", "2"},
                                               {"max-keys", std::to_string(options.max_keys)}};

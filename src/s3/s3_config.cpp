@@ -5,7 +5,7 @@
 #include <cctype>
 #include <sstream>
 
-#include "api/wire.h"
+#include "common/error_codes.h"
 #include "common/fs.h"
 
 extern char** environ;

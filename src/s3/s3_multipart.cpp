@@ -1,6 +1,6 @@
 // Multipart uploads: create, parts in parallel, complete; abort on any failure so that no
 // half object is ever visible under the key.
-#include "api/wire.h"
+#include "common/error_codes.h"
 #include "common/mapped_file.h"
 #include "s3/parallel.h"
 #include "s3/request_url.h"
@@ -26,7 +26,7 @@ Status S3Client::upload_multipart(const std::string& bucket, const std::string& 
   const std::uint64_t part_size = config_.part_size;
   size_t parts = data.empty() ? 1 : (data.size() + part_size - 1) / part_size;
   if (parts > kMaxParts) {
-    return make_error(api::kValidationException,
+    return make_error(errors::kValidationException,
                       "multipart upload to s3://" + bucket + "/" + key + ": " +
                           std::to_string(parts) + " parts of part_size " +
                           std::to_string(part_size) + " exceed S3's 10000; raise part_size");

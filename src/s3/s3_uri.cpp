@@ -1,6 +1,6 @@
 #include "s3/s3_uri.h"
 
-#include "api/wire.h"
+#include "common/error_codes.h"
 
 namespace endure::s3 {
 
@@ -35,7 +35,7 @@ std::string object_key_problem(const std::string& key) {
 
 Result<S3Uri> parse_s3_uri(const std::string& text, const std::string& field) {
   auto fail = [&](const std::string& rule) {
-    return make_error(api::kValidationException, field + " '" + text + "': " + rule);
+    return make_error(errors::kValidationException, field + " '" + text + "': " + rule);
   };
   static const std::string kScheme = "s3://";
   if (text.rfind(kScheme, 0) != 0) return fail("must start with s3:// (s3://BUCKET/PREFIX)");

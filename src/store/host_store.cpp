@@ -1,45 +1,54 @@
 // The hosts table: the registered hosts and what endure does with them.
 #include "common/ids.h"
+#include "store/columns.h"
 #include "store/statement.h"
 #include "store/store.h"
 
 namespace endure::store {
 
+const char* const detail::kHostSchema = R"sql(
+CREATE TABLE IF NOT EXISTS hosts (
+  name TEXT PRIMARY KEY,
+  pool TEXT NOT NULL,
+  position INTEGER NOT NULL,
+  registration TEXT NOT NULL,
+  state TEXT NOT NULL,
+  cluster_id TEXT NOT NULL DEFAULT '',
+  instance_id TEXT NOT NULL DEFAULT '',
+  reason TEXT NOT NULL DEFAULT '',
+  updated_at REAL NOT NULL
+);
+)sql";
+
+using detail::column;
+using detail::Columns;
+using detail::json_column;
 using detail::Stmt;
 
 namespace {
 
-constexpr const char* kHostCols =
-    "name, pool, position, registration, state, cluster_id, instance_id, reason, updated_at";
-
-HostRow read_host(const Stmt& s) {
-  HostRow r;
-  r.name = s.text(0);
-  r.pool = s.text(1);
-  r.position = s.i32(2);
-  r.registration = json::parse(s.text(3), nullptr, false);
-  if (!r.registration.is_object()) r.registration = json::object();
-  r.state = s.text(4);
-  r.cluster_id = s.text(5);
-  r.instance_id = s.text(6);
-  r.reason = s.text(7);
-  r.updated_at = s.real(8);
-  return r;
+const Columns<HostRow>& host_columns() {
+  using R = HostRow;
+  static const Columns<R> columns{
+      column("name", &R::name),
+      column("pool", &R::pool),
+      column("position", &R::position),
+      json_column(
+          "registration", &R::registration, [](const json& j) { return j.is_object(); },
+          json::object()),
+      column("state", &R::state),
+      column("cluster_id", &R::cluster_id),
+      column("instance_id", &R::instance_id),
+      column("reason", &R::reason),
+      column("updated_at", &R::updated_at),
+  };
+  return columns;
 }
 
-Status write_host(sqlite3* db, const HostRow& r) {
-  Stmt s(db, (std::string("INSERT OR REPLACE INTO hosts (") + kHostCols +
-              ") VALUES (?,?,?,?,?,?,?,?,?)")
-                 .c_str());
-  s.bind(r.name)
-      .bind(r.pool)
-      .bind(r.position)
-      .bind(r.registration.dump())
-      .bind(r.state)
-      .bind(r.cluster_id)
-      .bind(r.instance_id)
-      .bind(r.reason)
-      .bind(r.updated_at > 0 ? r.updated_at : ids::now_seconds());
+Status write_host(sqlite3* db, HostRow r) {
+  if (r.updated_at <= 0) r.updated_at = ids::now_seconds();
+  Stmt s(db, host_columns().insert("hosts", "INSERT OR REPLACE").c_str());
+  host_columns().bind_all(s, r);
   return s.run("write host " + r.name);
 }
 
@@ -47,9 +56,9 @@ Status write_host(sqlite3* db, const HostRow& r) {
 
 std::vector<HostRow> Store::hosts() {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kHostCols + " FROM hosts ORDER BY pool, position").c_str());
+  Stmt s(db_, ("SELECT " + host_columns().names() + " FROM hosts ORDER BY pool, position").c_str());
   std::vector<HostRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(read_host(s));
+  while (s.step() == SQLITE_ROW) out.push_back(host_columns().read(s));
   return out;
 }
 
@@ -67,9 +76,9 @@ Status Store::mutate_host(const std::string& name, const std::function<Status(Ho
   return transaction([&]() -> Status {
     std::optional<HostRow> row;
     {
-      Stmt s(db_, (std::string("SELECT ") + kHostCols + " FROM hosts WHERE name=?").c_str());
+      Stmt s(db_, ("SELECT " + host_columns().names() + " FROM hosts WHERE name=?").c_str());
       s.bind(name);
-      if (s.step() == SQLITE_ROW) row = read_host(s);
+      if (s.step() == SQLITE_ROW) row = host_columns().read(s);
     }
     if (!row) return make_error("ResourceNotFound", "host " + name + " is not registered");
     if (auto s = fn(*row); !s) return s;

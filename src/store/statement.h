@@ -16,6 +16,10 @@ inline Error db_error(sqlite3* db, const std::string& what) {
   return make_error("StoreError", what + ": " + sqlite3_errmsg(db));
 }
 
+// The tables of host_store.cpp and training_store.cpp, made by Store::open with its own.
+extern const char* const kHostSchema;
+extern const char* const kTrainingSchema;
+
 // A prepared statement of db for sql: one the cache holds idle, else a new one. Compiling
 // SQL costs more than running the small queries endured makes thousands of times a second
 // (a heartbeat's lookup); a statement in use is never handed out twice (nested queries).

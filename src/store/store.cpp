@@ -1,17 +1,23 @@
 #include "store/store.h"
 
 #include "common/ids.h"
+#include "store/columns.h"
 #include "store/statement.h"
 
 namespace endure::store {
 
-using detail::db_error;
-using detail::Stmt;
 using api::ClusterStatus;
 using api::Health;
 using api::LifecycleStatus;
 using api::NodeStatus;
 using api::RecoveryStage;
+using detail::column;
+using detail::Columns;
+using detail::db_error;
+using detail::json_column;
+using detail::optional_state_column;
+using detail::state_column;
+using detail::Stmt;
 
 namespace {
 
@@ -94,117 +100,103 @@ CREATE TABLE IF NOT EXISTS cluster_tokens (
   cluster_id TEXT PRIMARY KEY,
   auto_resume_token TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS hosts (
-  name TEXT PRIMARY KEY,
-  pool TEXT NOT NULL,
-  position INTEGER NOT NULL,
-  registration TEXT NOT NULL,
-  state TEXT NOT NULL,
-  cluster_id TEXT NOT NULL DEFAULT '',
-  instance_id TEXT NOT NULL DEFAULT '',
-  reason TEXT NOT NULL DEFAULT '',
-  updated_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS training_records (
-  cluster_id TEXT NOT NULL,
-  job_id INTEGER NOT NULL,
-  resume INTEGER NOT NULL,
-  kind TEXT NOT NULL,
-  step INTEGER NOT NULL,
-  time REAL NOT NULL,
-  record TEXT NOT NULL,
-  PRIMARY KEY (cluster_id, job_id, resume, kind, step, time)
-);
--- A run's newest line, and its newest of a kind, without scanning the run (a scrape and the
--- console's poll ask for them; a run of weeks has a line a step).
-CREATE INDEX IF NOT EXISTS training_records_time ON training_records(cluster_id, job_id, time);
-CREATE INDEX IF NOT EXISTS training_records_kind ON training_records(cluster_id, job_id, kind, time);
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
 )sql";
 
-// The state columns hold the enums' names (api/states.h); a name this build does not know
-// (a newer endured's, a hand edit) reads as the column's default.
-template <class E>
-E stored(std::optional<E> parsed, E otherwise) {
-  return parsed.value_or(otherwise);
+bool any_json(const json&) { return true; }
+bool is_object(const json& j) { return j.is_object(); }
+bool is_array(const json& j) { return j.is_array(); }
+
+const Columns<ClusterRow>& cluster_columns() {
+  using R = ClusterRow;
+  static const Columns<R> columns{
+      column("id", &R::id),
+      column("name", &R::name),
+      column("arn", &R::arn),
+      state_column("status", &R::status, api::parse_cluster_status, ClusterStatus::kFailed),
+      column("failure_message", &R::failure_message),
+      json_column("spec", &R::spec, any_json, json()),
+      json_column("provisioning", &R::provisioning, any_json, json()),
+      column("idx", &R::index),
+      column("applied_conf_hash", &R::applied_conf_hash),
+      column("created_at", &R::created_at),
+      column("updated_at", &R::updated_at),
+      json_column("software_update", &R::software_update, any_json, json()),
+      json_column("removed_slots", &R::removed_slots, is_object, json::object()),
+  };
+  return columns;
 }
 
-constexpr const char* kClusterCols =
-    "id, name, arn, status, failure_message, spec, provisioning, idx, applied_conf_hash, "
-    "created_at, updated_at, software_update, removed_slots";
-
-ClusterRow read_cluster(const Stmt& s) {
-  ClusterRow r;
-  r.id = s.text(0);
-  r.name = s.text(1);
-  r.arn = s.text(2);
-  r.status = stored(api::parse_cluster_status(s.text(3)), ClusterStatus::kFailed);
-  r.failure_message = s.text(4);
-  r.spec = json::parse(s.text(5), nullptr, false);
-  r.provisioning = json::parse(s.text(6), nullptr, false);
-  r.index = s.i32(7);
-  r.applied_conf_hash = s.text(8);
-  r.created_at = s.real(9);
-  r.updated_at = s.real(10);
-  r.software_update = json::parse(s.text(11), nullptr, false);
-  if (r.software_update.is_discarded()) r.software_update = nullptr;
-  r.removed_slots = json::parse(s.text(12), nullptr, false);
-  if (!r.removed_slots.is_object()) r.removed_slots = json::object();
-  return r;
+const Columns<InstanceRow>& instance_columns() {
+  using R = InstanceRow;
+  static const Columns<R> columns{
+      column("instance_id", &R::instance_id),
+      column("cluster_id", &R::cluster_id),
+      column("grp", &R::group),
+      column("slot", &R::slot),
+      column("node_name", &R::node_name),
+      state_column("status", &R::status, api::parse_node_status, NodeStatus::kFailure),
+      column("message", &R::message),
+      column("launch_time", &R::launch_time),
+      column("pid", &R::pid),
+      column("agent_token", &R::agent_token),
+      state_column("lifecycle_status", &R::lifecycle_status, api::parse_lifecycle_status,
+                   LifecycleStatus::kNotStarted),
+      column("lifecycle_exit", &R::lifecycle_exit),
+      column("lifecycle_tail", &R::lifecycle_tail),
+      column("last_heartbeat", &R::last_heartbeat),
+      column("terminated_at", &R::terminated_at),
+      state_column("health", &R::health, api::parse_health, Health::kUnknown),
+      column("last_verdict", &R::last_verdict),
+      column("verdict_time", &R::verdict_time),
+      optional_state_column("recovery", &R::recovery, api::parse_recovery_action),
+      column("recovery_reason", &R::recovery_reason),
+      state_column("recovery_stage", &R::recovery_stage, api::parse_recovery_stage,
+                   RecoveryStage::kNone),
+      column("recovery_since", &R::recovery_since),
+      column("reboots", &R::reboots),
+      column("replaces", &R::replaces),
+      json_column("deep_check", &R::deep_check, any_json, json()),
+      json_column("deep_result", &R::deep_result, any_json, json()),
+  };
+  return columns;
 }
 
-constexpr const char* kInstanceCols =
-    "instance_id, cluster_id, grp, slot, node_name, status, message, launch_time, pid, "
-    "agent_token, lifecycle_status, lifecycle_exit, lifecycle_tail, last_heartbeat, "
-    "terminated_at, health, last_verdict, recovery, recovery_reason, recovery_stage, "
-    "recovery_since, reboots, replaces, deep_check, deep_result, verdict_time";
-
-InstanceRow read_instance(const Stmt& s) {
-  InstanceRow r;
-  r.instance_id = s.text(0);
-  r.cluster_id = s.text(1);
-  r.group = s.text(2);
-  r.slot = s.i32(3);
-  r.node_name = s.text(4);
-  r.status = stored(api::parse_node_status(s.text(5)), NodeStatus::kFailure);
-  r.message = s.text(6);
-  r.launch_time = s.real(7);
-  r.pid = s.i32(8);
-  r.agent_token = s.text(9);
-  r.lifecycle_status =
-      stored(api::parse_lifecycle_status(s.text(10)), LifecycleStatus::kNotStarted);
-  r.lifecycle_exit = s.i32(11);
-  r.lifecycle_tail = s.text(12);
-  r.last_heartbeat = s.real(13);
-  r.terminated_at = s.real(14);
-  r.health = stored(api::parse_health(s.text(15)), Health::kUnknown);
-  r.last_verdict = s.text(16);
-  r.recovery = api::parse_recovery_action(s.text(17));
-  r.recovery_reason = s.text(18);
-  r.recovery_stage = stored(api::parse_recovery_stage(s.text(19)), RecoveryStage::kNone);
-  r.recovery_since = s.real(20);
-  r.reboots = s.i32(21);
-  r.replaces = s.text(22);
-  r.deep_check = json::parse(s.text(23), nullptr, false);
-  r.deep_result = json::parse(s.text(24), nullptr, false);
-  r.verdict_time = s.real(25);
-  if (r.deep_check.is_discarded()) r.deep_check = nullptr;
-  if (r.deep_result.is_discarded()) r.deep_result = nullptr;
-  return r;
+const Columns<EventRow>& event_columns() {
+  using R = EventRow;
+  static const Columns<R> columns{
+      column("id", &R::id),
+      column("cluster_id", &R::cluster_id),
+      column("time", &R::time),
+      column("resource_type", &R::resource_type),
+      column("grp", &R::group),
+      column("instance_id", &R::instance_id),
+      column("node_name", &R::node_name),
+      column("type", &R::type),
+      column("description", &R::description),
+  };
+  return columns;
 }
 
-void bind_instance_values(Stmt& s, const InstanceRow& r) {
-  s.bind(r.cluster_id).bind(r.group).bind(r.slot).bind(r.node_name).bind(api::name(r.status))
-      .bind(r.message).bind(r.launch_time).bind(r.pid).bind(r.agent_token)
-      .bind(api::name(r.lifecycle_status)).bind(r.lifecycle_exit).bind(r.lifecycle_tail)
-      .bind(r.last_heartbeat).bind(r.terminated_at).bind(api::name(r.health))
-      .bind(r.last_verdict).bind(r.recovery ? api::name(*r.recovery) : "")
-      .bind(r.recovery_reason).bind(api::name(r.recovery_stage)).bind(r.recovery_since)
-      .bind(r.reboots).bind(r.replaces).bind(r.deep_check.dump()).bind(r.deep_result.dump())
-      .bind(r.verdict_time);
+const Columns<AutoResumeRow>& auto_resume_columns() {
+  using R = AutoResumeRow;
+  static const Columns<R> columns{
+      column("cluster_id", &R::cluster_id),
+      column("job_id", &R::job_id),
+      column("resumes", &R::resumes),
+      column("state", &R::state),
+      column("mode", &R::mode),
+      column("reason", &R::reason),
+      json_column("nodes", &R::nodes, is_array, json::array()),
+      column("fault_time", &R::fault_time),
+      column("ready_time", &R::ready_time),
+      column("message", &R::message),
+      column("overlap", &R::overlap),
+  };
+  return columns;
 }
 
 }  // namespace
@@ -231,7 +223,10 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
                              "PRAGMA foreign_keys=ON;"}) {
     if (auto s = store->exec(pragma); !s) return s.error();
   }
-  if (auto s = store->exec(kSchema); !s) return s.error();
+  // Each file of the store makes its own tables.
+  for (const char* schema : {kSchema, detail::kHostSchema, detail::kTrainingSchema}) {
+    if (auto s = store->exec(schema); !s) return s.error();
+  }
   // Columns added after the first release: a database made before gets them here
   // (SQLite answers "duplicate column" when one is there already).
   for (const char* column :
@@ -292,74 +287,59 @@ Status Store::transaction(const std::function<Status()>& fn) {
 
 Status Store::insert_cluster(const ClusterRow& r) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "INSERT INTO clusters (id, name, arn, status, failure_message, spec, provisioning, "
-              "idx, applied_conf_hash, created_at, updated_at, software_update, removed_slots) "
-              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  s.bind(r.id).bind(r.name).bind(r.arn).bind(api::name(r.status)).bind(r.failure_message).bind(r.spec.dump())
-      .bind(r.provisioning.dump()).bind(r.index).bind(r.applied_conf_hash).bind(r.created_at)
-      .bind(r.updated_at).bind(r.software_update.dump()).bind(r.removed_slots.dump());
+  Stmt s(db_, cluster_columns().insert("clusters").c_str());
+  cluster_columns().bind_all(s, r);
   return s.run("insert cluster " + r.name);
 }
 
 Status Store::update_cluster(const ClusterRow& r) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "UPDATE clusters SET name=?, arn=?, status=?, failure_message=?, spec=?, "
-              "provisioning=?, idx=?, applied_conf_hash=?, created_at=?, updated_at=?, "
-              "software_update=?, removed_slots=? WHERE id=?");
-  s.bind(r.name).bind(r.arn).bind(api::name(r.status)).bind(r.failure_message).bind(r.spec.dump())
-      .bind(r.provisioning.dump()).bind(r.index).bind(r.applied_conf_hash).bind(r.created_at)
-      .bind(r.updated_at).bind(r.software_update.dump()).bind(r.removed_slots.dump()).bind(r.id);
+  Stmt s(db_, cluster_columns().update("clusters").c_str());
+  cluster_columns().bind_update(s, r);
   return s.run("update cluster " + r.name);
 }
 
 std::optional<ClusterRow> Store::cluster_by_name(const std::string& name) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kClusterCols +
-               " FROM clusters WHERE name=? AND status != 'Deleted'").c_str());
+  Stmt s(db_, ("SELECT " + cluster_columns().names() +
+               " FROM clusters WHERE name=? AND status != 'Deleted'")
+                  .c_str());
   s.bind(name);
-  if (s.step() == SQLITE_ROW) return read_cluster(s);
+  if (s.step() == SQLITE_ROW) return cluster_columns().read(s);
   return std::nullopt;
 }
 
 std::optional<ClusterRow> Store::cluster_by_id(const std::string& id) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kClusterCols + " FROM clusters WHERE id=?").c_str());
+  Stmt s(db_, ("SELECT " + cluster_columns().names() + " FROM clusters WHERE id=?").c_str());
   s.bind(id);
-  if (s.step() == SQLITE_ROW) return read_cluster(s);
+  if (s.step() == SQLITE_ROW) return cluster_columns().read(s);
   return std::nullopt;
 }
 
 std::vector<ClusterRow> Store::clusters(bool include_deleted) {
   std::lock_guard lock(mu_);
-  std::string sql = std::string("SELECT ") + kClusterCols + " FROM clusters";
+  std::string sql = "SELECT " + cluster_columns().names() + " FROM clusters";
   if (!include_deleted) sql += " WHERE status != 'Deleted'";
   sql += " ORDER BY created_at, id";
   Stmt s(db_, sql.c_str());
   std::vector<ClusterRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(read_cluster(s));
+  while (s.step() == SQLITE_ROW) out.push_back(cluster_columns().read(s));
   return out;
 }
 
 Status Store::insert_instance(const InstanceRow& r) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("INSERT INTO instances (") + kInstanceCols +
-               ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)").c_str());
-  s.bind(r.instance_id);
-  bind_instance_values(s, r);
+  Stmt s(db_, instance_columns().insert("instances").c_str());
+  instance_columns().bind_all(s, r);
   forget_instance(r);
   return s.run("insert instance " + r.instance_id);
 }
 
 Status Store::update_instance(const InstanceRow& r) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, "UPDATE instances SET cluster_id=?, grp=?, slot=?, node_name=?, status=?, "
-              "message=?, launch_time=?, pid=?, agent_token=?, lifecycle_status=?, "
-              "lifecycle_exit=?, lifecycle_tail=?, last_heartbeat=?, terminated_at=?, health=?, "
-              "last_verdict=?, recovery=?, recovery_reason=?, recovery_stage=?, "
-              "recovery_since=?, reboots=?, replaces=?, deep_check=?, deep_result=?, verdict_time=? "
-              "WHERE instance_id=?");
-  bind_instance_values(s, r);
-  s.bind(r.instance_id);
+  Stmt s(db_, instance_columns().update("instances").c_str());
+  instance_columns().bind_update(s, r);
   forget_instance(r);
   return s.run("update instance " + r.instance_id);
 }
@@ -367,11 +347,11 @@ Status Store::update_instance(const InstanceRow& r) {
 std::optional<InstanceRow> Store::instance(const std::string& instance_id) {
   std::lock_guard lock(mu_);
   if (auto it = instance_cache_.find(instance_id); it != instance_cache_.end()) return it->second;
-  Stmt s(db_, (std::string("SELECT ") + kInstanceCols + " FROM instances WHERE instance_id=?")
-                  .c_str());
+  Stmt s(db_,
+         ("SELECT " + instance_columns().names() + " FROM instances WHERE instance_id=?").c_str());
   s.bind(instance_id);
   if (s.step() != SQLITE_ROW) return std::nullopt;
-  InstanceRow row = read_instance(s);
+  InstanceRow row = instance_columns().read(s);
   if (tx_depth_ == 0) instance_cache_[instance_id] = row;  // as instances(): not mid-transaction
   return row;
 }
@@ -386,13 +366,13 @@ std::vector<InstanceRow> Store::instances(const std::string& cluster_id, bool ac
   std::lock_guard lock(mu_);
   const auto key = std::make_pair(cluster_id, active_only);
   if (auto it = instances_cache_.find(key); it != instances_cache_.end()) return it->second;
-  std::string sql = std::string("SELECT ") + kInstanceCols + " FROM instances WHERE cluster_id=?";
+  std::string sql = "SELECT " + instance_columns().names() + " FROM instances WHERE cluster_id=?";
   if (active_only) sql += " AND terminated_at = 0";
   sql += " ORDER BY grp, slot, launch_time";
   Stmt s(db_, sql.c_str());
   s.bind(cluster_id);
   std::vector<InstanceRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(read_instance(s));
+  while (s.step() == SQLITE_ROW) out.push_back(instance_columns().read(s));
   // Inside a transaction a read may see what a rollback undoes: not kept.
   if (tx_depth_ == 0) instances_cache_[key] = out;
   return out;
@@ -420,10 +400,8 @@ Status Store::mutate_cluster(const std::string& id, const std::function<Status(C
 Result<long long> Store::append_event(EventRow r) {
   std::lock_guard lock(mu_);
   if (r.time == 0) r.time = ids::now_seconds();
-  Stmt s(db_, "INSERT INTO events (cluster_id, time, resource_type, grp, instance_id, node_name, "
-              "type, description) VALUES (?,?,?,?,?,?,?,?)");
-  s.bind(r.cluster_id).bind(r.time).bind(r.resource_type).bind(r.group).bind(r.instance_id)
-      .bind(r.node_name).bind(r.type).bind(r.description);
+  Stmt s(db_, event_columns().insert_numbered("events").c_str());
+  event_columns().bind_but_key(s, r);
   if (auto st = s.run("append event"); !st) return st.error();
   return static_cast<long long>(sqlite3_last_insert_rowid(db_));
 }
@@ -459,32 +437,11 @@ Status Store::transition_cluster(const std::string& id,
   });
 }
 
-namespace {
-
-constexpr const char* kEventCols =
-    "id, cluster_id, time, resource_type, grp, instance_id, node_name, type, description";
-
-EventRow read_event(const Stmt& s) {
-  EventRow r;
-  r.id = s.i64(0);
-  r.cluster_id = s.text(1);
-  r.time = s.real(2);
-  r.resource_type = s.text(3);
-  r.group = s.text(4);
-  r.instance_id = s.text(5);
-  r.node_name = s.text(6);
-  r.type = s.text(7);
-  r.description = s.text(8);
-  return r;
-}
-
-}  // namespace
-
 std::vector<EventRow> Store::events(const std::string& cluster_id, long long after_id, int limit,
                                     const std::string& node_name) {
   std::lock_guard lock(mu_);
   std::string sql =
-      std::string("SELECT ") + kEventCols + " FROM events WHERE cluster_id=? AND id > ?";
+      "SELECT " + event_columns().names() + " FROM events WHERE cluster_id=? AND id > ?";
   if (!node_name.empty()) sql += " AND node_name=?";
   sql += " ORDER BY id LIMIT ?";
   Stmt s(db_, sql.c_str());
@@ -492,74 +449,46 @@ std::vector<EventRow> Store::events(const std::string& cluster_id, long long aft
   if (!node_name.empty()) s.bind(node_name);
   s.bind(limit);
   std::vector<EventRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(read_event(s));
+  while (s.step() == SQLITE_ROW) out.push_back(event_columns().read(s));
   return out;
 }
 
 std::optional<EventRow> Store::event(const std::string& cluster_id, long long id) {
   std::lock_guard lock(mu_);
-  Stmt s(db_, (std::string("SELECT ") + kEventCols +
-               " FROM events WHERE cluster_id=? AND id=?").c_str());
+  Stmt s(
+      db_,
+      ("SELECT " + event_columns().names() + " FROM events WHERE cluster_id=? AND id=?").c_str());
   s.bind(cluster_id).bind(id);
-  if (s.step() == SQLITE_ROW) return read_event(s);
+  if (s.step() == SQLITE_ROW) return event_columns().read(s);
   return std::nullopt;
 }
 
-namespace {
-
-constexpr const char* kAutoResumeCols =
-    "cluster_id, job_id, resumes, state, mode, reason, nodes, fault_time, ready_time, message, "
-    "overlap";
-
-AutoResumeRow read_auto_resume(const Stmt& s) {
-  AutoResumeRow r;
-  r.cluster_id = s.text(0);
-  r.job_id = s.i64(1);
-  r.resumes = s.i32(2);
-  r.state = s.text(3);
-  r.mode = s.text(4);
-  r.reason = s.text(5);
-  r.nodes = json::parse(s.text(6), nullptr, false);
-  if (!r.nodes.is_array()) r.nodes = json::array();
-  r.fault_time = s.real(7);
-  r.ready_time = s.real(8);
-  r.message = s.text(9);
-  r.overlap = s.i32(10) != 0;
-  return r;
-}
-
-}  // namespace
-
 std::optional<AutoResumeRow> Store::auto_resume(const std::string& cluster_id, long long job_id) {
   std::lock_guard lock(mu_);
-  std::string sql = std::string("SELECT ") + kAutoResumeCols +
+  std::string sql = "SELECT " + auto_resume_columns().names() +
                     " FROM auto_resumes WHERE cluster_id=? AND job_id=?";
   Stmt s(db_, sql.c_str());
   s.bind(cluster_id).bind(job_id);
   if (s.step() != SQLITE_ROW) return std::nullopt;
-  return read_auto_resume(s);
+  return auto_resume_columns().read(s);
 }
 
 Status Store::put_auto_resume(const AutoResumeRow& r) {
   std::lock_guard lock(mu_);
-  std::string sql = std::string("INSERT OR REPLACE INTO auto_resumes (") + kAutoResumeCols +
-                    ") VALUES (?,?,?,?,?,?,?,?,?,?,?)";
-  Stmt s(db_, sql.c_str());
-  s.bind(r.cluster_id).bind(r.job_id).bind(r.resumes).bind(r.state).bind(r.mode).bind(r.reason)
-      .bind(r.nodes.dump()).bind(r.fault_time).bind(r.ready_time).bind(r.message)
-      .bind(r.overlap ? 1 : 0);
+  Stmt s(db_, auto_resume_columns().insert("auto_resumes", "INSERT OR REPLACE").c_str());
+  auto_resume_columns().bind_all(s, r);
   return s.run("store auto-resume of job " + std::to_string(r.job_id));
 }
 
 std::vector<AutoResumeRow> Store::auto_resumes(const std::string& cluster_id,
                                                const std::string& state) {
   std::lock_guard lock(mu_);
-  std::string sql = std::string("SELECT ") + kAutoResumeCols +
+  std::string sql = "SELECT " + auto_resume_columns().names() +
                     " FROM auto_resumes WHERE cluster_id=? AND state=? ORDER BY job_id";
   Stmt s(db_, sql.c_str());
   s.bind(cluster_id).bind(state);
   std::vector<AutoResumeRow> out;
-  while (s.step() == SQLITE_ROW) out.push_back(read_auto_resume(s));
+  while (s.step() == SQLITE_ROW) out.push_back(auto_resume_columns().read(s));
   return out;
 }
 

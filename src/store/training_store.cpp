@@ -6,6 +6,23 @@
 
 namespace endure::store {
 
+const char* const detail::kTrainingSchema = R"sql(
+CREATE TABLE IF NOT EXISTS training_records (
+  cluster_id TEXT NOT NULL,
+  job_id INTEGER NOT NULL,
+  resume INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  step INTEGER NOT NULL,
+  time REAL NOT NULL,
+  record TEXT NOT NULL,
+  PRIMARY KEY (cluster_id, job_id, resume, kind, step, time)
+);
+-- A run's newest line, and its newest of a kind, without scanning the run (a scrape and the
+-- console's poll ask for them; a run of weeks has a line a step).
+CREATE INDEX IF NOT EXISTS training_records_time ON training_records(cluster_id, job_id, time);
+CREATE INDEX IF NOT EXISTS training_records_kind ON training_records(cluster_id, job_id, kind, time);
+)sql";
+
 using detail::Stmt;
 
 namespace {

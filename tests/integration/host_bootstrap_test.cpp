@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "agent/agent_config.h"
 #include "api/node_contract.h"
+#include "api/node_files.h"
 #include "common/fs.h"
 #include "integration/harness.h"
 #include "integration/test_hosts.h"
@@ -41,7 +41,7 @@ class HostNode : public ::testing::Test {
     std::ofstream(lifecycle / "on_create.sh") << "#!/bin/sh\necho created on $(hostname)\n";
     std::filesystem::permissions(lifecycle / "on_create.sh", std::filesystem::perms::owner_all);
 
-    agent::AgentConfig config;
+    api::AgentConfig config;
     config.endpoint = "https://127.0.0.1:" + std::to_string(tls_port_);
     config.ca_file = node::kEndureCaPath;
     config.instance_id = "i-00000000000000001";

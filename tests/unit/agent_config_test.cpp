@@ -1,18 +1,17 @@
 // The agent's config from endured: every field survives the trip, and an https endpoint
 // comes with the CA the agent pins. A swapped-in spare's slurmd keeps its command line under
 // its new name.
-#include "agent/agent_config.h"
-
 #include <gtest/gtest.h>
 
 #include "agent/swap_in.h"
+#include "api/node_files.h"
 #include "common/http_client.h"
 
 namespace endure::agent {
 namespace {
 
 TEST(AgentConfig, RoundTripsWithItsCaFileAndPinsItForHttps) {
-  AgentConfig c;
+  api::AgentConfig c;
   c.endpoint = "https://127.0.0.1:7443";
   c.ca_file = "/opt/endure/config/endure-ca.pem";
   c.instance_id = "i-0123456789abcdef0";
@@ -21,7 +20,7 @@ TEST(AgentConfig, RoundTripsWithItsCaFileAndPinsItForHttps) {
   c.group = "worker";
   c.role = "worker";
   c.on_create = "on_create.sh";
-  auto back = AgentConfig::from_json(c.to_json());
+  auto back = api::AgentConfig::from_json(c.to_json());
   ASSERT_TRUE(back.ok()) << back.error().message;
   EXPECT_EQ(back->to_json(), c.to_json());
   auto ep = parse_endpoint(back->endpoint, back->ca_file);
@@ -37,7 +36,7 @@ TEST(AgentConfig, RoundTripsWithItsCaFileAndPinsItForHttps) {
   json old = c.to_json();
   old.erase("CaFile");
   old["Endpoint"] = "http://127.0.0.1:7117";
-  auto plain = AgentConfig::from_json(old);
+  auto plain = api::AgentConfig::from_json(old);
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ(plain->ca_file, "");
 }

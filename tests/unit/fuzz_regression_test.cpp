@@ -8,7 +8,7 @@
 #include <string>
 #include <tuple>
 
-#include "agent/agent_config.h"
+#include "api/node_files.h"
 #include "autoresume/supervisor_config.h"
 #include "controller/agent_service.h"
 #include "controller/auto_resume_manager.h"
@@ -71,15 +71,15 @@ TEST(FuzzRegression, SinfoFieldOfAnotherTypeNamesIt) {
 TEST(FuzzRegression, AgentConfigNumberBeyondIntIsRefused) {
   json j = {{"Endpoint", "e"},          {"InstanceId", "i"}, {"Token", "t"},   {"NodeName", "n"},
             {"InstanceGroupName", "g"}, {"Role", "worker"},  {"OnCreate", "o"}};
-  ASSERT_TRUE(agent::AgentConfig::from_json(j).ok());
+  ASSERT_TRUE(api::AgentConfig::from_json(j).ok());
   j["Cpus"] = 1e300;
-  auto config = agent::AgentConfig::from_json(j);
+  auto config = api::AgentConfig::from_json(j);
   ASSERT_FALSE(config.ok());
   EXPECT_TRUE(mentions(config.error(), "agent.json: Cpus: must be an integer"))
       << config.error().message;
   j.erase("Cpus");
   j.erase("Token");
-  auto missing = agent::AgentConfig::from_json(j);
+  auto missing = api::AgentConfig::from_json(j);
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(mentions(missing.error(), "agent.json: Token: is required"))
       << missing.error().message;

@@ -87,8 +87,8 @@ TEST(NodeTransitions, ReturnToServiceEndsTheRecoveryAndStartsTheWatch) {
   EXPECT_EQ(back.recovery_since, kNow);
   EXPECT_EQ(return_to_service(false, "NodeReturnedToService", "back", kNow).events,
             (Events{{"NodeReturnedToService", "back"}}));
-  auto spare = made(return_to_service(true, "WarmSpareReady", "ready", kNow),
-                    row_in(NodeStatus::kPending));
+  auto spare =
+      made(return_to_service(true, "WarmSpareReady", "ready", kNow), row_in(NodeStatus::kPending));
   EXPECT_EQ(spare.status, NodeStatus::kWarmSpare);
 }
 
@@ -120,8 +120,8 @@ TEST(NodeTransitions, BeginShutdownForScaleDownOrDelete) {
 }
 
 TEST(NodeTransitions, RetireEndsTheInstanceAsFailedOrTerminated) {
-  auto failed = made(retire(NodeStatus::kFailure, "launch failed: x", kNow),
-                     row_in(NodeStatus::kPending));
+  auto failed =
+      made(retire(NodeStatus::kFailure, "launch failed: x", kNow), row_in(NodeStatus::kPending));
   EXPECT_EQ(failed.status, NodeStatus::kFailure);
   EXPECT_EQ(failed.message, "launch failed: x");
   EXPECT_EQ(failed.pid, 0);
@@ -280,8 +280,7 @@ TEST(NodeTransitions, DeepCheckStartsAndEnds) {
   EXPECT_EQ(in.message, "deep health check hc-1");
   EXPECT_EQ(in.deep_check, order);
   EXPECT_TRUE(in.deep_result.is_null());
-  EXPECT_EQ(start_deep_check("hc-1", order, "t").events,
-            (Events{{"DeepHealthCheckStarted", "t"}}));
+  EXPECT_EQ(start_deep_check("hc-1", order, "t").events, (Events{{"DeepHealthCheckStarted", "t"}}));
 
   auto passed = made(end_deep_check(true, "cpu ok", "", kNow), in);
   EXPECT_EQ(passed.status, NodeStatus::kRunning);

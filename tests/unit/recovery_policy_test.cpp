@@ -120,7 +120,8 @@ TEST(HealthMonitor, AgentFindingsBecomeTheVerdict) {
 TEST(HealthMonitor, LoggedFindingsStandAndCountOncePerRecord) {
   FakeClock clock;
   HealthMonitor monitor(clock.fn());
-  api::LoggedFinding xid{"kmsg:1042", api::FaultKind::kXid, "kernel-log", "Xid 79: GPU has fallen off the bus"};
+  api::LoggedFinding xid{"kmsg:1042", api::FaultKind::kXid, "kernel-log",
+                         "Xid 79: GPU has fallen off the bus"};
   EXPECT_EQ(monitor.logged("i-1", {xid}), 1);
   EXPECT_EQ(monitor.logged("i-1", {xid}), 0) << "sent again: the same record";
   auto verdict = monitor.assess("i-1", true);

@@ -146,8 +146,8 @@ store::InstanceRow node(const std::string& status) {
   r.instance_id = "i-1";
   r.node_name = "worker-1";
   r.status = *api::parse_node_status(status);
-  r.lifecycle_status = status == "Running" ? api::LifecycleStatus::kSucceeded
-                                           : api::LifecycleStatus::kNotStarted;
+  r.lifecycle_status =
+      status == "Running" ? api::LifecycleStatus::kSucceeded : api::LifecycleStatus::kNotStarted;
   r.pid = 7;
   r.recovery_since = 1000;
   return r;

@@ -272,7 +272,8 @@ TEST_F(StoreTest, AClusterStatusDecidedOnAnOlderRowIsRefused) {
       *store_, read, [](ClusterRow& c) { c.applied_conf_hash = "h1"; }, "SlurmConfigApplied", ""));
   auto fresh = store_->cluster_by_id(read.id);
   EXPECT_TRUE(controller::transition(
-      *store_, *fresh, [](ClusterRow& c) { c.status = api::ClusterStatus::kDeleted; }, "ClusterDeleted", ""));
+      *store_, *fresh, [](ClusterRow& c) { c.status = api::ClusterStatus::kDeleted; },
+      "ClusterDeleted", ""));
   EXPECT_EQ(store_->events(read.id).size(), 2u);
 }
 

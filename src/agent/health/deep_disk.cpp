@@ -24,10 +24,6 @@ constexpr std::uint64_t kDiskSeed = 0xbb67ae8584caa73bULL;
 // On top of what the minimum bandwidth allows for a phase, before it is given up as slow.
 constexpr double kSlackSeconds = 5.0;
 
-std::string errno_text(const char* what, const std::string& path) {
-  return fmt::format("{} {}: {}", what, path, strerror(errno));
-}
-
 // Block b's content: its own seed, so that a block read from the wrong place fails too.
 void fill_block(std::vector<std::uint64_t>& words, long block) {
   std::uint64_t state = kDiskSeed ^ (static_cast<std::uint64_t>(block) * 0x9e3779b97f4a7c15ULL);

@@ -26,10 +26,6 @@ std::string human_bytes(double bytes) {
   return fmt::format("{:.0f} MiB", bytes / kMiB);
 }
 
-std::string errno_text(const char* what, const std::string& path) {
-  return fmt::format("{} {}: {}", what, path, strerror(errno));
-}
-
 // What the local-disk probe finds; runs in the probe thread, so it touches only its copy.
 std::optional<Finding> probe_local_disk(const NodeExpectations& expect) {
   const std::string& path = expect.local_path;
@@ -123,7 +119,8 @@ std::vector<Finding> DiskCheck::run() {
   std::vector<Finding> findings;
   try {
     space_ = {};
-    if (auto f = free_space_finding(expect_.local_path, expect_, "disk", FaultKind::kLocalDisk, &space_)) {
+    if (auto f = free_space_finding(expect_.local_path, expect_, "disk", FaultKind::kLocalDisk,
+                                    &space_)) {
       findings.push_back(std::move(*f));
     }
   } catch (const std::exception& e) {

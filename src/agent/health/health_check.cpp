@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <exception>
 #include <system_error>
 #include <thread>
@@ -16,6 +18,9 @@
 
 namespace endure::agent::health {
 
+std::string errno_text(const char* what, const std::string& path) {
+  return fmt::format("{} {}: {}", what, path, std::strerror(errno));
+}
 
 std::vector<std::unique_ptr<HealthCheck>> basic_checks(const NodeExpectations& expect) {
   std::vector<std::unique_ptr<HealthCheck>> checks;
@@ -105,8 +110,7 @@ BoundedProbe::Result BoundedProbe::run(Probe probe, std::chrono::milliseconds ti
 
 std::vector<Finding> BoundedProbe::run_or_report_hang(Probe probe,
                                                       std::chrono::milliseconds timeout,
-                                                      FaultKind hang_kind,
-                                                      const std::string& check,
+                                                      FaultKind hang_kind, const std::string& check,
                                                       const std::string& what) {
   Result r = run(std::move(probe), timeout);
   switch (r.outcome) {

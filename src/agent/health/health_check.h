@@ -22,6 +22,9 @@ namespace endure::agent::health {
 using api::FaultKind;
 using api::Finding;
 
+// "<what> <path>: <errno's text>", for a finding's detail after a failed system call.
+std::string errno_text(const char* what, const std::string& path);
+
 class HealthCheck {
  public:
   virtual ~HealthCheck() = default;

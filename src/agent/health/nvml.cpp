@@ -81,8 +81,8 @@ struct NvmlCheck::Session {
     }
     seen_ecc = ecc_total;
     if (!rose.empty()) {
-      findings.push_back(
-          {FaultKind::kEcc, "nvml", "uncorrected volatile ECC errors rose since the first look: " + rose});
+      findings.push_back({FaultKind::kEcc, "nvml",
+                          "uncorrected volatile ECC errors rose since the first look: " + rose});
     }
     return findings;
   }

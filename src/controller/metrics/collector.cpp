@@ -15,13 +15,14 @@ using api::NodeStatus;
 // Every status but Deleted: a deleted cluster is not shown.
 const std::vector<ClusterStatus>& cluster_statuses() {
   static const std::vector<ClusterStatus> statuses = {
-      ClusterStatus::kCreating, ClusterStatus::kInService, ClusterStatus::kUpdating,
-      ClusterStatus::kSystemUpdating, ClusterStatus::kDeleting, ClusterStatus::kFailed};
+      ClusterStatus::kCreating,       ClusterStatus::kInService, ClusterStatus::kUpdating,
+      ClusterStatus::kSystemUpdating, ClusterStatus::kDeleting,  ClusterStatus::kFailed};
   return statuses;
 }
 
 bool serving(ClusterStatus status) {
-  return status == ClusterStatus::kInService || status == ClusterStatus::kUpdating || status == ClusterStatus::kSystemUpdating;
+  return status == ClusterStatus::kInService || status == ClusterStatus::kUpdating ||
+         status == ClusterStatus::kSystemUpdating;
 }
 
 // The groups a cluster's spec declares, then any other group a row names.
@@ -141,7 +142,8 @@ void Collector::write_state(TextWriter& out, const std::vector<ClusterView>& clu
   for (const auto& c : clusters) {
     for (const auto& group : groups_of(c.row, c.instances)) {
       double ready = 0;
-      for (const auto& r : c.instances) ready += r.group == group && r.status == NodeStatus::kWarmSpare;
+      for (const auto& r : c.instances)
+        ready += r.group == group && r.status == NodeStatus::kWarmSpare;
       out.sample("endure_warm_spares_ready", {{"cluster", c.row.name}, {"group", group}}, ready);
     }
   }

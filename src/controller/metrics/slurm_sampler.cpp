@@ -37,7 +37,8 @@ std::string queue_state_name(const std::string& job_state) {
 }
 
 bool live(const store::ClusterRow& c) {
-  return c.status != ClusterStatus::kDeleted && c.status != ClusterStatus::kDeleting && c.status != ClusterStatus::kFailed;
+  return c.status != ClusterStatus::kDeleted && c.status != ClusterStatus::kDeleting &&
+         c.status != ClusterStatus::kFailed;
 }
 
 }  // namespace
@@ -92,7 +93,8 @@ SlurmSampler::ClientFor SlurmSampler::in_controller_node(store::Store& store,
     std::string group =
         c.provisioning.is_object() ? c.provisioning.value("controller_group", "") : "";
     for (const auto& r : store.instances(c.id, true)) {
-      if (r.group != group || r.status != NodeStatus::kRunning || !provider.running(c.id, r.instance_id)) {
+      if (r.group != group || r.status != NodeStatus::kRunning ||
+          !provider.running(c.id, r.instance_id)) {
         continue;
       }
       return controller::slurm_in_node(provider, c.id, r.instance_id);

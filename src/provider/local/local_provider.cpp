@@ -28,8 +28,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr const char* kNodePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
 // True when some process holds the instance's lock, i.e. the instance is running.
 bool lock_held(const std::filesystem::path& lock_path) {
   int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -86,55 +84,6 @@ const std::vector<std::string>& local_node_private_dirs() {
       "/etc/slurm", "/etc/munge",     "/var/spool/slurm", "/var/log/slurm", "/run/slurm",
       "/run/munge", "/var/lib/munge", "/var/log/munge",   "/opt/endure",    "/tmp"};
   return dirs;
-}
-
-json LocalBoot::to_json() const {
-  json binds_json = json::array();
-  for (const auto& b : binds) {
-    binds_json.push_back({{"Source", b.source}, {"Target", b.target}, {"File", b.file}});
-  }
-  return {{"Hostname", hostname},
-          {"Binds", binds_json},
-          {"PidFile", pid_file},
-          {"FsxBacking", fsx_backing}};
-}
-
-Result<LocalBoot> LocalBoot::from_json(const json& j) {
-  LocalBoot boot;
-  try {
-    boot.hostname = j.at("Hostname").get<std::string>();
-    boot.pid_file = j.at("PidFile").get<std::string>();
-    boot.fsx_backing = j.value("FsxBacking", "");
-    for (const auto& b : j.at("Binds")) {
-      boot.binds.push_back({b.at("Source").get<std::string>(), b.at("Target").get<std::string>(),
-                            b.value("File", false)});
-    }
-  } catch (const std::exception& e) {
-    return make_error("InvalidBoot", std::string("boot.json: ") + e.what());
-  }
-  return boot;
-}
-
-std::vector<std::string> node_exec_argv(int pid, const std::string& node_name,
-                                        const std::vector<std::string>& command) {
-  // nsenter forks after joining the pid namespace, so the command runs inside it.
-  std::vector<std::string> argv = {"nsenter",
-                                   "--target",
-                                   std::to_string(pid),
-                                   "--mount",
-                                   "--uts",
-                                   "--pid",
-                                   "--wd=/",
-                                   "--",
-                                   "env",
-                                   "-i",
-                                   std::string("PATH=") + kNodePath,
-                                   "HOME=/root",
-                                   "LANG=C.UTF-8"};
-  if (!node_name.empty()) argv.push_back("HOSTNAME=" + node_name);
-  if (const char* term = getenv("TERM")) argv.push_back(std::string("TERM=") + term);
-  argv.insert(argv.end(), command.begin(), command.end());
-  return argv;
 }
 
 LocalProvider::LocalProvider(std::filesystem::path root, std::filesystem::path agent_path,
@@ -280,7 +229,7 @@ Result<int> LocalProvider::boot(const std::string& cluster_id, const std::string
   std::string agent = agent_path_.string();
   std::string boot_arg = (dir / "boot.json").string();
   const char* argv[] = {agent.c_str(), "--local-boot", boot_arg.c_str(), nullptr};
-  std::string path_env = std::string("PATH=") + kNodePath;
+  std::string path_env = std::string("PATH=") + api::kNodePath;
   const char* envp[] = {path_env.c_str(), "HOME=/root", "LANG=C.UTF-8", nullptr};
 
   // clone() with new namespaces makes the child pid 1 of its own pid namespace. Only
@@ -428,7 +377,7 @@ process::Output LocalProvider::exec(const std::string& cluster_id, const std::st
   }
   process::Options options;
   options.timeout = timeout;
-  return process::run(node_exec_argv(node_pid, "", argv), options);
+  return process::run(api::node_exec_argv(node_pid, "", argv), options);
 }
 
 std::filesystem::path LocalProvider::lifecycle_log(const std::string& cluster_id,

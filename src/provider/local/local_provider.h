@@ -25,6 +25,8 @@
 #include <filesystem>
 #include <memory>
 
+#include "api/exec_target.h"
+#include "api/node_files.h"
 #include "provider/local/cluster_index_registry.h"
 #include "provider/node_provider.h"
 #include "s3/s3_config.h"
@@ -39,23 +41,8 @@ namespace endure::provider {
 const std::vector<std::string>& local_node_private_dirs();
 
 // Boot description shared by the launcher and endure-agent --local-boot.
-struct LocalBoot {
-  std::string hostname;
-  struct Bind {
-    std::string source;  // host path
-    std::string target;  // path inside the node
-    bool file = false;   // bind a file rather than a folder
-  };
-  std::vector<Bind> binds;
-  std::string pid_file;  // where the node's host pid is written
-  // The cluster's shared folder (bound inside the node). The node sees it at /fsx through
-  // its own endure-fsx (a FUSE file system), so that /fsx can hang for one node the way a
-  // network file system does; without FUSE on the host it is bound there directly.
-  std::string fsx_backing;
-
-  json to_json() const;
-  static Result<LocalBoot> from_json(const json& j);
-};
+// boot.json's shape is api::LocalBoot (api/node_files.h): the agent reads it.
+using LocalBoot = api::LocalBoot;
 
 class LocalProvider : public NodeProvider, public FaultDrill {
  public:
@@ -125,10 +112,5 @@ class LocalProvider : public NodeProvider, public FaultDrill {
 
 // A ProviderError naming what failed and errno's text.
 Error local_io_error(const std::string& what);
-
-// The argv that runs a command inside a node whose first process has host pid `pid`,
-// with a clean environment: used by the provider and by `endure exec`.
-std::vector<std::string> node_exec_argv(int pid, const std::string& node_name,
-                                        const std::vector<std::string>& command);
 
 }  // namespace endure::provider

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "api/node_files.h"
 #include "api/wire.h"
-#include "autoresume/supervisor_config.h"
 #include "common/ids.h"
 
 namespace endure::train {
@@ -19,7 +19,7 @@ constexpr double kFinalFlushSeconds = 3;
 std::unique_ptr<MetricsReporter> MetricsReporter::from_environment() {
   const char* job = std::getenv("SLURM_JOB_ID");
   if (!job || std::atoll(job) <= 0) return nullptr;
-  auto config = autoresume::load_supervisor_config();
+  auto config = api::load_auto_resume_config();
   if (!config) return nullptr;
   auto endpoint = parse_endpoint(config->endpoint, config->ca_file);
   if (!endpoint) return nullptr;
