@@ -6,7 +6,7 @@
 #include <string>
 #include <variant>
 
-#include "controller/config.h"
+#include "controller/core/config.h"
 
 namespace {
 

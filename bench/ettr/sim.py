@@ -18,7 +18,7 @@ REBOOT, REPLACE, RESTART = "Reboot", "Replace", "Restart"
 # Llama 3 (Dubey et al., "The Llama 3 Herd of Models", arXiv 2407.21783, section 3.3.4 and
 # table 5): 419 unexpected interruptions in 54 days on 16,384 H100s. Percentages as
 # published (they sum to ~96 %; weights are normalised). Each cause is mapped to the fault
-# kind endured would see and so to the action of src/controller/recovery_policy.cpp
+# kind endured would see and so to the action of src/controller/core/recovery_policy.cpp
 # (action_for_fault): hang, slurmd-gone, fsx-* -> Reboot; every other kind -> Replace.
 # Causes with no bad node (a software bug, a dependency) need no node action: the job
 # restarts on the same nodes (RESTART).

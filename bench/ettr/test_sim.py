@@ -56,7 +56,7 @@ class EttrTest(unittest.TestCase):
         self.assertNotEqual(a["ettr"], c["ettr"])
 
     def test_causes_follow_endures_recovery_policy(self):
-        # Mirrors action_for_fault in src/controller/recovery_policy.cpp.
+        # Mirrors action_for_fault in src/controller/core/recovery_policy.cpp.
         reboot_kinds = {"hang", "slurmd-gone", "fsx-hang", "fsx-error"}
         for cause, _, kind, action in sim.LLAMA3_CAUSES:
             if action == sim.RESTART:

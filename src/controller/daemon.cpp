@@ -8,12 +8,12 @@
 #include "common/log.h"
 #include "common/tls.h"
 #include "console/console_files.h"
-#include "controller/api_server.h"
-#include "controller/health_watch.h"
+#include "controller/core/node_state.h"
+#include "controller/front/api_server.h"
+#include "controller/health/health_watch.h"
+#include "controller/jobs/training_metrics.h"
 #include "controller/metrics/collector.h"
-#include "controller/node_state.h"
 #include "controller/reconciler.h"
-#include "controller/training_metrics.h"
 
 namespace endure::controller {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "controller/config.h"
+#include "controller/core/config.h"
 #include "provider/host/host_registry.h"
 #include "provider/node_provider.h"
 #include "store/store.h"

@@ -12,7 +12,7 @@
 #include "common/command_line.h"
 #include "common/log.h"
 #include "common/system_paths.h"
-#include "controller/config.h"
+#include "controller/core/config.h"
 #include "controller/daemon.h"
 #include "provider/routed_provider.h"
 #include "store/store.h"

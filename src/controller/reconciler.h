@@ -7,13 +7,13 @@
 #include <mutex>
 #include <thread>
 
-#include "controller/auto_resume_manager.h"
-#include "controller/config.h"
-#include "controller/deep_check_manager.h"
-#include "controller/health_monitor.h"
-#include "controller/node_launcher.h"
-#include "controller/recovery_manager.h"
-#include "controller/software_update_manager.h"
+#include "controller/core/config.h"
+#include "controller/core/health_monitor.h"
+#include "controller/health/deep_check_manager.h"
+#include "controller/health/recovery_manager.h"
+#include "controller/jobs/auto_resume_manager.h"
+#include "controller/nodes/node_launcher.h"
+#include "controller/nodes/software_update_manager.h"
 #include "provider/node_provider.h"
 #include "spec/layout.h"
 #include "store/store.h"

@@ -15,8 +15,8 @@
 #include <random>
 
 #include "common/fs.h"
-#include "controller/access_keys.h"
-#include "controller/sigv4.h"
+#include "controller/front/access_keys.h"
+#include "controller/front/sigv4.h"
 #include "harness.h"
 
 namespace endure::test {

@@ -18,7 +18,7 @@
 #include "api/wire.h"
 #include "cluster_fixture.h"
 #include "common/fs.h"
-#include "controller/node_state.h"
+#include "controller/core/node_state.h"
 #include "provider/local/cluster_index_registry.h"
 #include "spec/cluster_spec.h"
 #include "storm_clients.h"

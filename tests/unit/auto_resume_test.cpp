@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "controller/auto_resume_policy.h"
-#include "controller/config.h"
+#include "controller/core/auto_resume_policy.h"
+#include "controller/core/config.h"
 #include "slurm/hostlist.h"
 #include "slurm/slurm_conf.h"
 #include "spank/auto_resume_option.h"

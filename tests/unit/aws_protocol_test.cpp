@@ -1,15 +1,15 @@
 // The cloud protocol's conversions over a stand-in /v1 handler: timestamps, pagination,
 // the fields the model spells otherwise, unknown actions and error statuses. And the access
 // key file endured signs requests against.
-#include "controller/aws_protocol.h"
+#include "controller/front/aws_protocol.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include "common/fs.h"
 #include "common/ids.h"
-#include "controller/access_keys.h"
-#include "controller/sigv4.h"
+#include "controller/front/access_keys.h"
+#include "controller/front/sigv4.h"
 #include "support/temp_dir.h"
 
 namespace endure::controller {

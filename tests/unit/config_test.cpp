@@ -1,6 +1,6 @@
 // endured's settings table: config.json is read through it, its errors name the setting and
 // change nothing, and the README lists exactly its rows.
-#include "controller/config.h"
+#include "controller/core/config.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 // no provider: the effects are the integration tests' to cover.
 #include <gtest/gtest.h>
 
-#include "controller/node_decisions.h"
+#include "controller/core/node_decisions.h"
 
 namespace endure::controller {
 namespace {

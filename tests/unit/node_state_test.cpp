@@ -1,6 +1,6 @@
 // The node state table: names as the store spells them, every row accepted, everything else
 // refused, every state reachable and left, and docs/node-states.md equal to what it renders.
-#include "controller/node_state.h"
+#include "controller/core/node_state.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 // Each named transition of node_transitions.h: the row it makes of a row in its starting
 // state, the events it writes, and that the change is an edge of the node table (the check
 // apply() makes inside its transaction). No store, no root, no Slurm.
-#include "controller/node_transitions.h"
+#include "controller/core/node_transitions.h"
 
 #include <gtest/gtest.h>
 
-#include "controller/transition.h"
+#include "controller/core/transition.h"
 
 namespace endure::controller {
 namespace {

@@ -1,8 +1,8 @@
 // The recovery table, escalation, manual reasons, and heartbeat verdicts under a fake clock.
 #include <gtest/gtest.h>
 
-#include "controller/health_monitor.h"
-#include "controller/recovery_policy.h"
+#include "controller/core/health_monitor.h"
+#include "controller/core/recovery_policy.h"
 
 namespace endure::controller {
 namespace {

@@ -1,7 +1,7 @@
 // The Signature Version 4 verifier: AWS's published test vectors (aws-sig-v4-test-suite,
 // credentials AKIDEXAMPLE, 20150830T123600Z, us-east-1, service "service"), a request
 // signed by botocore, and requests signed here and then spoiled one part at a time.
-#include "controller/sigv4.h"
+#include "controller/front/sigv4.h"
 
 #include <gtest/gtest.h>
 

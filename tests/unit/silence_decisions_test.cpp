@@ -5,7 +5,7 @@
 
 #include <tuple>
 
-#include "controller/node_decisions.h"
+#include "controller/core/node_decisions.h"
 
 namespace endure::controller {
 namespace {

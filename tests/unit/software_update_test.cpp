@@ -2,8 +2,8 @@
 // node of a batch: pure functions, no cluster.
 #include <gtest/gtest.h>
 
-#include "controller/node_decisions.h"
-#include "controller/software_update_plan.h"
+#include "controller/core/node_decisions.h"
+#include "controller/core/software_update_plan.h"
 #include "spec/cluster_spec.h"
 #include "spec/provisioning.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/ids.h"
-#include "controller/transition.h"
+#include "controller/core/transition.h"
 #include "support/store_fixture.h"
 
 namespace endure::store {

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "common/ids.h"
-#include "controller/training_metrics.h"
-#include "controller/training_service.h"
+#include "controller/jobs/training_metrics.h"
+#include "controller/jobs/training_service.h"
 #include "support/store_fixture.h"
 
 namespace endure {

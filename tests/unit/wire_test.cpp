@@ -12,7 +12,7 @@
 #include "agent/health/deep.h"
 #include "agent/health/health_check.h"
 #include "api/messages.h"
-#include "controller/auto_resume_manager.h"
+#include "controller/jobs/auto_resume_manager.h"
 #include "spec/cluster_spec.h"
 
 namespace endure::api {

@@ -4,7 +4,7 @@
 #include <cctype>
 
 #include "common/ids.h"
-#include "controller/slurm_in_node.h"
+#include "controller/slurm/slurm_in_node.h"
 
 namespace endure::metrics {
 namespace {
