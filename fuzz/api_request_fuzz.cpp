@@ -144,7 +144,7 @@ void auto_resume_step_failed(const json& body) {
     controller::StepNode n;
     n.name = name;
     n.known = name.size() % 2 == 0;
-    n.status = "Running";
+    n.status = api::NodeStatus::kRunning;
     nodes.push_back(n);
   }
   (void)controller::judge_step(nodes, failure->step_start, failure->failed_at, 3);

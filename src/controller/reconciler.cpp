@@ -10,6 +10,7 @@
 #include "controller/core/node_state.h"
 #include "controller/core/recovery_policy.h"
 #include "controller/core/transition.h"
+#include "controller/nodes/into_service.h"
 #include "controller/nodes/shared_fs_grant.h"
 #include "controller/slurm/slurm_conf_push.h"
 #include "controller/slurm/slurm_in_node.h"
@@ -150,29 +151,21 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
 
 void Reconciler::advance_pending(const store::ClusterRow& cluster,
                                  const spec::ClusterLayout& layout, SlurmView& slurm) {
-  PendingObservation seen;
-  seen.now = ids::now_seconds();
-  for (const auto& r : store_.instances(cluster.id, true)) {
-    if (r.node_name == layout.controller_node && r.status == NodeStatus::kRunning) {
-      seen.controller_running = true;
-    }
-  }
+  const double now = ids::now_seconds();
   const PendingLimits limits = pending_limits(config_);
-  for (const auto& r : store_.instances(cluster.id, true)) {
-    if (r.status != NodeStatus::kPending) continue;
+  const auto rows = store_.instances(cluster.id, true);
+  for (const auto& r : rows) {
+    // A rebooting node is the recovery's to bring back (RecoveryManager::watch_reboot).
+    if (r.status != NodeStatus::kPending || r.recovery_stage == RecoveryStage::kRebooting) {
+      continue;
+    }
     const auto* slot = layout.find(r.node_name);
     if (!slot) continue;
-    seen.role = slot->role;
-    seen.spare = slot->spare;
-    auto it = slurm.nodes.find(r.node_name);
-    seen.slurm_node = it == slurm.nodes.end() ? std::nullopt : std::optional(it->second);
-    // Asked only where it decides something: it runs scontrol in the controller node.
-    seen.controller_up = slot->role == spec::NodeRole::kController &&
-                         r.lifecycle_status == LifecycleStatus::kSucceeded && slurm.client &&
-                         slurm.client->controller_up();
-    PendingDecision d = decide_pending(r, seen, limits);
+    PendingDecision d = decide_pending(r, observe_pending(rows, layout, *slot, r, slurm, now),
+                                       limits);
     switch (d.step) {
       case PendingStep::kNothing:
+      case PendingStep::kRebootFailed:  // only a rebooting node's
         break;
       case PendingStep::kWait:
         (void)apply(store_, r, note(d.text));
@@ -180,25 +173,8 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
       case PendingStep::kRetire:
         launcher_.retire_instance(r, NodeStatus::kFailure, d.text, true);
         break;
-      case PendingStep::kRebootFailed:
-        (void)apply(store_, r, reboot_failed(d.text));
-        break;
       case PendingStep::kRun: {
-        if (d.resume_in_slurm && slurm.client) {
-          if (auto s = slurm.client->resume(r.node_name); !s) {
-            log::warn("{}: {}", r.node_name, s.error().message);
-            break;
-          }
-          // The rest of this pass judges the node by this look at Slurm: resumed, not drained.
-          if (auto n = slurm.nodes.find(r.node_name); n != slurm.nodes.end()) {
-            std::erase(n->second.flags, "DRAIN");
-          }
-          // Slurm takes a resumed node as not responding until it registers again.
-          register_slurmd_now(provider_, cluster.id, r.instance_id, r.node_name);
-        }
-        crash_point("running.before_record");
-        if (d.event == "NodeReturnedToService") crash_point("recovery.before_return");
-        Status s = apply(store_, r, return_to_service(slot->spare, d.event, d.text, seen.now));
+        Status s = enter_service(store_, provider_, r, slot->spare, d, slurm, now);
         // Jobs waiting to resume on this node are grown back in the next pass.
         if (s && d.event == "NodeReturnedToService") wake();
         break;

@@ -7,15 +7,20 @@
 #include <mutex>
 #include <string>
 
+#include "api/messages.h"
 #include "common/json.h"
 #include "common/result.h"
 #include "controller/core/config.h"
 #include "controller/core/health_monitor.h"
 #include "controller/health/recovery_manager.h"
 #include "provider/node_provider.h"
+#include "spec/cluster_spec.h"
 #include "store/store.h"
 
 namespace endure::controller {
+
+// A group's LifeCycleConfig as DescribeCluster and DescribeClusterNode show it.
+api::LifeCycleConfig life_cycle_config(const spec::InstanceGroupSpec& g);
 
 class ClusterService {
  public:

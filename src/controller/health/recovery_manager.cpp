@@ -10,6 +10,7 @@
 #include "controller/core/node_state.h"
 #include "controller/core/recovery_policy.h"
 #include "controller/core/transition.h"
+#include "controller/nodes/into_service.h"
 #include "controller/nodes/retirement.h"
 
 namespace endure::controller {
@@ -23,12 +24,19 @@ RecoveryManager::RecoveryManager(store::Store& store, provider::NodeProvider& pr
       silence_(store, provider, config, health) {}
 
 bool RecoveryManager::reconcile(const store::ClusterRow& cluster, const spec::ClusterSpec& spec,
-                                const spec::ClusterLayout& layout, const SlurmView& slurm) {
+                                const spec::ClusterLayout& layout, SlurmView& slurm) {
   for (const auto& row : store_.instances(cluster.id, true)) {
     if (row.status == NodeStatus::kRunning && !row.recovery)
       judge(cluster, spec, layout, row, slurm);
   }
   bool acted = false;
+  // First the reboots: one that failed is acted on below in the same pass, as a Replace.
+  const auto rows = store_.instances(cluster.id, true);
+  for (const auto& row : rows) {
+    if (row.recovery_stage == RecoveryStage::kRebooting && row.status == NodeStatus::kPending) {
+      acted = watch_reboot(layout, row, rows, slurm) || acted;
+    }
+  }
   for (const auto& row : store_.instances(cluster.id, true)) {
     const auto& stage = row.recovery_stage;
     if (stage == RecoveryStage::kRequested || stage == RecoveryStage::kDrained ||
@@ -124,6 +132,30 @@ void RecoveryManager::act(const store::ClusterRow& cluster, const spec::ClusterL
         return;  // on a provider error, tried again next pass
     }
   }
+}
+
+bool RecoveryManager::watch_reboot(const spec::ClusterLayout& layout,
+                                   const store::InstanceRow& row,
+                                   const std::vector<store::InstanceRow>& rows, SlurmView& slurm) {
+  const auto* slot = layout.find(row.node_name);
+  if (!slot) return false;
+  const double now = ids::now_seconds();
+  PendingDecision d = decide_pending(row, observe_pending(rows, layout, *slot, row, slurm, now),
+                                     pending_limits(config_));
+  switch (d.step) {
+    case PendingStep::kNothing:
+    case PendingStep::kRetire:  // a new node's, never a rebooting one's
+      return false;
+    case PendingStep::kWait:
+      (void)apply(store_, row, note(d.text));
+      return false;
+    case PendingStep::kRebootFailed:
+      (void)apply(store_, row, reboot_failed(d.text));
+      return false;
+    case PendingStep::kRun:
+      return enter_service(store_, provider_, row, slot->spare, d, slurm, now).ok();
+  }
+  return false;
 }
 
 void RecoveryManager::drain(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
