@@ -7,6 +7,8 @@
 #   lib/ARCH/slurm-wlm/       auto_resume.so, in Debian's Slurm PluginDir, so plugstack.conf
 #                             may name it alone (a link into the node software)
 #   LIBDIR/libendure.so*, LIBDIR/pkgconfig/endure.pc, include/endure/   the checkpoint API
+#   lib/python3/dist-packages/endure/   `import endure` for Debian's python3 (the package's
+#                             /usr; it finds libendure.so.0 through the dynamic loader)
 #   lib/systemd/system/       endured.service and endure-agent.service
 #   share/bash-completion/completions/endure, share/endure/examples/, share/doc/endure/
 include(GNUInstallDirs)
@@ -47,6 +49,10 @@ install(FILES include/endure/checkpoint.h include/endure/checkpoint_c.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/endure)
 install(FILES src/common/json.h src/common/result.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/endure/common)
+# The Python package over that library's C API (python/endure), where Debian's python3
+# looks for packages installed under /usr.
+install(DIRECTORY python/endure DESTINATION lib/python3/dist-packages
+  FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
 file(RELATIVE_PATH ENDURE_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
 configure_file(cmake/endure.pc.in ${CMAKE_BINARY_DIR}/endure.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/endure.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -74,9 +74,16 @@ cmake --build build -j"$(nproc)"
 for program in endure endure-train endure-data; do
   ln -sfn "$PWD/build/bin/$program" "/usr/local/bin/$program"
 done
+# `import endure` for Debian's python3 (the one with python3-torch, not a pyenv python3 on
+# the PATH): a .pth in its site folder naming this tree's python/, so the package follows
+# the tree as the links above follow the build, and finds build/libendure.so beside it.
+site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
+mkdir -p "$site"
+echo "$PWD/python" >"$site/endure.pth"
+/usr/bin/python3 -c 'import endure._lib; endure._lib.lib()'
 mkdir -p /etc/bash_completion.d
 ln -sfn "$PWD/build/share/bash-completion/endure" /etc/bash_completion.d/endure
 echo "setup: built build/bin/endure, build/bin/endured, build/bin/endure-agent," \
   "build/bin/endure-auto-resume, build/lib/auto_resume.so, build/bin/endure-data and" \
   "build/bin/endure-train; endure, endure-train and endure-data are on the PATH" \
-  "(/usr/local/bin)"
+  "(/usr/local/bin); /usr/bin/python3 imports endure ($site/endure.pth)"

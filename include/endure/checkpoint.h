@@ -10,7 +10,8 @@
 //
 // Layout: DIR/step-<12 digits>/rank-<5 digits>.shard (16-byte header: magic "ENDCKPT\0",
 // version, rank; then the buffers back to back), rank-<5 digits>.json (the shard's
-// description, written once the shard is durable) and MANIFEST.json (the commit).
+// description, written once the shard is durable, with the user metadata of this rank's
+// save) and MANIFEST.json (the commit).
 //
 // Tiers. Besides DIR (the shared file system, /fsx: every rank sees it, it outlives nodes)
 // a checkpointer may keep two node-local tiers, filled first: the memory tier (a tmpfs
@@ -39,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -222,6 +224,16 @@ class Checkpointer {
   // allocation. Every saved buffer must be given, by name, with its saved size. On an
   // error the caller's memory may hold part of the checkpoint.
   Result<CheckpointInfo> load_into(int64_t step, const std::vector<MutableBuffer>& buffers) const;
+
+  // As load_into(), with the buffers chosen for each copy about to be read: `targets` is
+  // called with its step and this rank's own `user` of that step's save (each rank's shard
+  // description keeps the metadata it saved with; {} for a step saved without), before any
+  // of the caller's memory is written, and returns where the buffers go or an error. A
+  // "ValidationException" ends the restore then, nothing written; any other error skips
+  // that copy as a damaged one is skipped.
+  using TargetsFor =
+      std::function<Result<std::vector<MutableBuffer>>(int64_t step, const json& user)>;
+  Result<CheckpointInfo> load_into(int64_t step, const TargetsFor& targets) const;
 
   const Options& options() const { return options_; }
 

@@ -116,6 +116,33 @@ endure_ckpt_status endure_ckpt_load(endure_ckpt* c, int64_t step, int64_t* loade
 endure_ckpt_status endure_ckpt_loaded_buffer(endure_ckpt* c, const char* name, const void** data,
                                              size_t* size);
 
+/* A region of the caller's memory that a load fills. */
+typedef struct {
+  const char* name;
+  void* data;
+  size_t size;
+} endure_ckpt_target;
+
+/* Where a load's buffers go, chosen for each copy it is about to read: called on the
+ * loading thread with that copy's step and this rank's user_json of its save ("{}" for a
+ * step saved without one), before any of the caller's memory is written. It sets *targets
+ * and *count (the regions stay valid until the load returns) and returns ENDURE_CKPT_OK, or
+ * refuses the step with any other status. */
+typedef endure_ckpt_status (*endure_ckpt_targets_fn)(void* ctx, int64_t step, const char* user_json,
+                                                     const endure_ckpt_target** targets,
+                                                     size_t* count);
+/* Restores this rank's buffers of step (the newest valid one when step < 0) straight into
+ * the caller's memory, from the fastest tier whose copy verifies, every chunk checked as it
+ * lands, with no memory allocated for the data: what a caller that must check a step's
+ * contents before its own memory is written uses. Every buffer the step holds must be among
+ * the targets, by name, with its saved size; a target the step does not hold is left as it
+ * is. ENDURE_CKPT_EINVAL, nothing written, when the targets are refused (by targets_for,
+ * or naming the buffer that is missing or of another size); on another error the targets
+ * may hold part of the checkpoint. */
+endure_ckpt_status endure_ckpt_load_into(endure_ckpt* c, int64_t step,
+                                         endure_ckpt_targets_fn targets_for, void* ctx,
+                                         int64_t* loaded_step);
+
 /* The last error's text for this handle ("" when none); valid until the next call. With
  * NULL: why this thread's last endure_ckpt_open* failed ("" when it succeeded), as a
  * failed open gives no handle. */

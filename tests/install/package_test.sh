@@ -43,6 +43,15 @@ for f in usr/bin/endure usr/bin/endured usr/bin/endure-train usr/bin/endure-data
   [ -e "$root/$f" ] || { echo "package_test: $f is not installed" >&2; exit 1; }
 done
 grep -q "^ExecStart=/usr/bin/endured --home /var/lib/endure" "$root/usr/lib/systemd/system/endured.service"
+# Debian's python3 imports the installed package, and it loads the installed library.
+site=$root/usr/lib/python3/dist-packages
+lib=$(find "$root/usr/lib" -name libendure.so.0 | head -n 1)
+[ -n "$lib" ] || { echo "package_test: no libendure.so.0 installed" >&2; exit 1; }
+PYTHONPATH=$site ENDURE_LIBRARY=$lib /usr/bin/python3 -c '
+import sys, endure, endure.checkpoint, endure._lib
+assert endure.__file__.startswith(sys.argv[1]), endure.__file__
+endure._lib.lib()' "$site"
+step "/usr/bin/python3 imports the installed endure and loads $(basename "$lib")"
 # Both units as systemd reads them, their programs named where this root holds them.
 if command -v systemd-analyze >/dev/null; then
   mkdir -p "$scratch/units"

@@ -23,6 +23,28 @@ static int flip_byte(const char* path, long offset) {
   return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+/* What endure_ckpt_load_into asked choose_targets, and what it answers. */
+struct targets_seen {
+  endure_ckpt_target targets[2];
+  size_t count;
+  int refuse;
+  int calls;
+  int64_t step;
+  char user[256];
+};
+
+static endure_ckpt_status choose_targets(void* ctx, int64_t step, const char* user_json,
+                                         const endure_ckpt_target** targets, size_t* count) {
+  struct targets_seen* seen = ctx;
+  seen->calls++;
+  seen->step = step;
+  snprintf(seen->user, sizeof seen->user, "%s", user_json);
+  if (seen->refuse) return ENDURE_CKPT_EINVAL;
+  *targets = seen->targets;
+  *count = seen->count;
+  return ENDURE_CKPT_OK;
+}
+
 int main(void) {
   char dir[] = "/tmp/endure-ckpt-c-XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
@@ -74,6 +96,38 @@ int main(void) {
   CHECK(endure_ckpt_loaded_buffer(c, "counter", &saved, &saved_size) == ENDURE_CKPT_OK);
   CHECK(saved_size == sizeof counter && *(const long long*)saved == 42);
   counter = 42;
+
+  /* Restoring into the caller's own memory, the targets chosen once the step and this
+   * rank's user_json are known; a refusal or a wrong size writes nothing. */
+  struct targets_seen seen = {0};
+  float into_weights[1000];
+  long long into_counter = 0;
+  memset(into_weights, 0, sizeof into_weights);
+  seen.targets[0] = (endure_ckpt_target){"weights", into_weights, sizeof into_weights};
+  seen.targets[1] = (endure_ckpt_target){"counter", &into_counter, sizeof into_counter};
+  seen.count = 2;
+  CHECK(endure_ckpt_load_into(c, -1, choose_targets, &seen, &loaded) == ENDURE_CKPT_OK);
+  CHECK(loaded == 9 && seen.step == 9 && seen.calls == 1 && strcmp(seen.user, "{}") == 0);
+  CHECK(memcmp(into_weights, weights, sizeof weights) == 0 && into_counter == 42);
+  memset(into_weights, 0, sizeof into_weights);
+  into_counter = 0;
+  seen.refuse = 1;
+  CHECK(endure_ckpt_load_into(c, 9, choose_targets, &seen, &loaded) == ENDURE_CKPT_EINVAL);
+  CHECK(strstr(endure_ckpt_last_error(c), "refused step 9") != NULL);
+  seen.refuse = 0;
+  seen.targets[1].size = 4;
+  CHECK(endure_ckpt_load_into(c, 9, choose_targets, &seen, &loaded) == ENDURE_CKPT_EINVAL);
+  CHECK(strstr(endure_ckpt_last_error(c), "counter") != NULL);
+  seen.count = 1; /* "counter" left out */
+  CHECK(endure_ckpt_load_into(c, 9, choose_targets, &seen, &loaded) == ENDURE_CKPT_EINVAL);
+  CHECK(strstr(endure_ckpt_last_error(c), "counter") != NULL);
+  CHECK(into_weights[1] == 0.0f && into_counter == 0);
+  /* Step 7 (its shard damaged above) fails its checksum; its rank's user_json is its own. */
+  seen.count = 2;
+  seen.targets[1].size = sizeof into_counter;
+  CHECK(endure_ckpt_load_into(c, 7, choose_targets, &seen, &loaded) == ENDURE_CKPT_ECORRUPT);
+  CHECK(seen.step == 7 && strstr(seen.user, "\"lr\"") != NULL);
+  CHECK(endure_ckpt_load_into(c, 9, NULL, NULL, &loaded) == ENDURE_CKPT_EINVAL);
   endure_ckpt_close(c);
 
   /* The folder turned into a regular file under an open handle (which stops root as well

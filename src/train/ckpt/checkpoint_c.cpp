@@ -253,6 +253,53 @@ extern "C" endure_ckpt_status endure_ckpt_loaded_buffer(endure_ckpt* c, const ch
   return done(c);
 }
 
+namespace {
+
+// What the caller's targets_for answers for a copy of `step` about to be read, as the engine
+// takes it: a refusal is a ValidationException, which ends the restore before any write.
+endure::Result<std::vector<endure::ckpt::MutableBuffer>> ask_targets(
+    endure_ckpt_targets_fn targets_for, void* ctx, int64_t step, const endure::json& user) {
+  const endure_ckpt_target* targets = nullptr;
+  size_t count = 0;
+  const std::string text = user.is_object() ? user.dump() : "{}";
+  if (targets_for(ctx, step, text.c_str(), &targets, &count) != ENDURE_CKPT_OK) {
+    return endure::make_error("ValidationException",
+                              "targets: the caller refused step " + std::to_string(step));
+  }
+  if (!targets && count) return endure::make_error("ValidationException", "targets: NULL");
+  std::vector<endure::ckpt::MutableBuffer> list;
+  for (size_t i = 0; i < count; ++i) {
+    const char* name = targets[i].name ? targets[i].name : "";
+    if (targets[i].size > 0 && !targets[i].data) {
+      return endure::make_error("ValidationException",
+                                std::string("targets: \"") + name + "\" has no data");
+    }
+    list.push_back({name, targets[i].data, targets[i].size});
+  }
+  return list;
+}
+
+}  // namespace
+
+extern "C" endure_ckpt_status endure_ckpt_load_into(endure_ckpt* c, int64_t step,
+                                                    endure_ckpt_targets_fn targets_for, void* ctx,
+                                                    int64_t* loaded_step) {
+  if (!c) return ENDURE_CKPT_EINVAL;
+  try {
+    if (!targets_for) {
+      return fail(c, endure::make_error("ValidationException", "targets_for: NULL"));
+    }
+    auto info = c->impl->load_into(step, [&](int64_t s, const endure::json& user) {
+      return ask_targets(targets_for, ctx, s, user);
+    });
+    if (!info) return fail(c, info.error());
+    if (loaded_step) *loaded_step = info->step;
+    return done(c);
+  } catch (...) {
+    return ENDURE_CKPT_EOTHER;
+  }
+}
+
 extern "C" const char* endure_ckpt_last_error(const endure_ckpt* c) {
   return c ? c->error.c_str() : open_error.c_str();
 }

@@ -34,9 +34,11 @@ void warn_local(const char* tier, int64_t step, const Status& s) {
   if (!s) log::warn("checkpoint step {}: {} tier: {}", step, tier, s.error().message);
 }
 
-// A rank's sealed description of its shard of a step.
+// A rank's sealed description of its shard of a step, with the user metadata of this rank's
+// save: the manifest keeps only the committing rank's, and a rank's own may differ.
 std::string descriptor(const Options& o, int64_t step, size_t size,
-                       const std::vector<std::string>& chunks, const json& layout) {
+                       const std::vector<std::string>& chunks, const json& layout,
+                       const json& user) {
   json d = {{"magic", "endure-ckpt"},
             {"version", kFormatVersion},
             {"step", step},
@@ -45,20 +47,24 @@ std::string descriptor(const Options& o, int64_t step, size_t size,
             {"size", size},
             {"chunk_bytes", o.chunk_bytes},
             {"chunks", chunks},
-            {"buffers", layout}};
+            {"buffers", layout},
+            {"user", user}};
   return seal(d).dump();
 }
 
 // Writes this rank's shard of a step into dir, a disk tier's step folder, then its
 // descriptor, which says the shard is durable. Takes the checksums when `chunks` is empty.
-Status write_shard(const Options& o, const std::filesystem::path& dir, int64_t step, const json& layout,
-                   const StagingSlot& slot, std::vector<std::string>& chunks) {
+Status write_shard(const Options& o, const std::filesystem::path& dir, int64_t step,
+                   const json& layout, const json& user, const StagingSlot& slot,
+                   std::vector<std::string>& chunks) {
   Status s = fs::make_dirs(dir);
   if (s) {
     s = write_durable(dir / shard_name(o.rank), slot.data(), slot.size(), o.chunk_bytes,
                       chunks.empty() ? &chunks : nullptr);
   }
-  if (s) s = fs::atomic_write_file(dir / descriptor_name(o.rank), descriptor(o, step, slot.size(), chunks, layout));
+  if (s)
+    s = fs::atomic_write_file(dir / descriptor_name(o.rank),
+                              descriptor(o, step, slot.size(), chunks, layout, user));
   return s;
 }
 
@@ -68,13 +74,13 @@ Status persist_disk(const Options& o, int64_t step, const json& user, const json
                     std::vector<std::string> chunks) {
   if (!o.local_dir.empty()) {
     auto dir = step_dir(o.local_dir, step);
-    Status s = write_shard(o, dir, step, layout, slot, chunks);
+    Status s = write_shard(o, dir, step, layout, user, slot, chunks);
     if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
     if (s) prune_rank(o.local_dir, o.rank, o.local_keep_last);
     warn_local("local", step, s);
   }
   auto dir = step_dir(o.dir, step);
-  Status s = write_shard(o, dir, step, layout, slot, chunks);
+  Status s = write_shard(o, dir, step, layout, user, slot, chunks);
   if (s && o.rank == 0) {
     s = commit_shared(o, dir, step, user);
     // Retention after the commit: a step it fails to remove goes at a later save's prune.
@@ -89,7 +95,7 @@ void persist_memory(const Options& o, int64_t step, const json& user, const json
                     const StagingSlot& slot, const std::vector<std::string>& chunks) {
   auto dir = slot.file().parent_path();
   Status s = fs::atomic_write_file(dir / descriptor_name(o.rank),
-                                   descriptor(o, step, slot.size(), chunks, layout));
+                                   descriptor(o, step, slot.size(), chunks, layout, user));
   if (s) s = commit_if_complete(dir, step, o.world, user, owner_of(o));
   warn_local("memory", step, s);
 }

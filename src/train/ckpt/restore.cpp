@@ -128,8 +128,9 @@ Status read_shard(const std::filesystem::path& dir, int64_t step, const json& sh
   return s;
 }
 
-// Where each buffer of a shard goes (or why it cannot be restored).
-using Destinations = std::function<Result<std::vector<MutableBuffer>>(const json& shard)>;
+// Where each buffer of a step's shard goes (or why it cannot be restored).
+using Destinations =
+    std::function<Result<std::vector<MutableBuffer>>(int64_t step, const json& shard)>;
 
 // Restores this rank's shard of `step` (the newest that verifies when step < 0) into the
 // memory `destinations` names, from the fastest tier whose copy verifies: the one
@@ -155,7 +156,7 @@ Result<CheckpointInfo> restore(const Options& o, const S3Store* store, int64_t s
       }
       if (st) st = check_layout(copy.dir, *shard);
       if (st) {
-        auto buffers = destinations(*shard);
+        auto buffers = destinations(s, *shard);
         st = buffers ? read_shard(copy.dir, s, *shard, *buffers, copy.tier == "s3" ? store : nullptr)
                      : Status(buffers.error());
       }
@@ -193,7 +194,7 @@ Result<Loaded> Checkpointer::load_rank(int64_t step, int rank) const {
   o.rank = rank;
   Loaded out;
   auto info = restore(o, impl_->s3_store.get(), step,
-                      [&](const json& shard) -> Result<std::vector<MutableBuffer>> {
+                      [&](int64_t, const json& shard) -> Result<std::vector<MutableBuffer>> {
                         out.buffers.clear();
                         return allocate(shard, out.buffers);
                       });
@@ -205,8 +206,16 @@ Result<Loaded> Checkpointer::load_rank(int64_t step, int rank) const {
 }
 
 Result<CheckpointInfo> Checkpointer::load_into(int64_t step, const std::vector<MutableBuffer>& buffers) const {
+  return restore(
+      options_, impl_->s3_store.get(), step,
+      [&](int64_t, const json&) -> Result<std::vector<MutableBuffer>> { return buffers; });
+}
+
+Result<CheckpointInfo> Checkpointer::load_into(int64_t step, const TargetsFor& targets) const {
   return restore(options_, impl_->s3_store.get(), step,
-                 [&](const json&) -> Result<std::vector<MutableBuffer>> { return buffers; });
+                 [&](int64_t s, const json& shard) -> Result<std::vector<MutableBuffer>> {
+                   return targets(s, shard.value("user", json::object()));
+                 });
 }
 
 Status verify_checkpoint(const std::filesystem::path& dir) {
