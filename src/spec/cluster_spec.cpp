@@ -6,6 +6,7 @@
 #include <optional>
 #include <string_view>
 
+#include "api/messages.h"
 #include "api/wire.h"
 #include "s3/s3_uri.h"
 #include "spec/instance_types.h"
@@ -16,20 +17,25 @@ namespace {
 
 using Errors = std::vector<FieldError>;
 using Keys = std::vector<std::string_view>;
+namespace F = api::field;
 
-// Top-level fields of CreateCluster. Tags and VpcConfig are accepted and ignored so that a
-// request written for the cloud service still parses; Orchestrator is not, since asking for
-// EKS and silently getting Slurm would be worse than an error. SharedFileSystem is endure's.
-const Keys kCreateFields = {"ClusterName", "InstanceGroups", "NodeRecovery",
-                            "Tags",        "VpcConfig",      "SharedFileSystem"};
-// SharedFileSystem may be echoed back as it is, never changed: every node mounts it.
-const Keys kUpdateFields = {"ClusterName", "InstanceGroups", "NodeRecovery", "SharedFileSystem"};
-// ExecutionRole and InstanceStorageConfigs mean nothing here; HostPool and WarmSpares are
-// endure's own.
-const Keys kGroupFields = {"InstanceGroupName", "InstanceType",  "InstanceCount",
-                           "LifeCycleConfig",   "ThreadsPerCore", "ExecutionRole",
-                           "InstanceStorageConfigs", "HostPool", "WarmSpares"};
-const Keys kLifeCycleFields = {"SourceS3Uri", "OnCreate"};
+// The fields each object may hold, as the typed messages of api/ list them: one shape on
+// both sides. Tags and VpcConfig are accepted and ignored so that a request written for the
+// cloud service still parses; Orchestrator is not, since asking for EKS and silently getting
+// Slurm would be worse than an error. On UpdateCluster SharedFileSystem may be echoed back
+// as it is, never changed: every node mounts it. ExecutionRole and InstanceStorageConfigs
+// mean nothing here; HostPool, WarmSpares and SharedFileSystem are endure's own.
+template <class Message>
+Keys keys_of() {
+  Keys out;
+  const Message message{};
+  Message::fields(message, [&](const char* key, const auto&) { out.emplace_back(key); });
+  return out;
+}
+const Keys kCreateFields = keys_of<api::CreateClusterRequest>();
+const Keys kUpdateFields = keys_of<api::UpdateClusterRequest>();
+const Keys kGroupFields = keys_of<api::InstanceGroupSpec>();
+const Keys kLifeCycleFields = keys_of<api::LifeCycleConfig>();
 
 constexpr int kMaxNameLength = 63;
 constexpr std::string_view kNamePattern = "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$";
@@ -136,8 +142,8 @@ void check_on_create(const std::string& on_create, const std::string& path, Erro
 
 LifeCycleConfig check_lifecycle(const json& group, const std::string& group_path, Errors& errors) {
   LifeCycleConfig out;
-  const std::string path = join_path(group_path, "LifeCycleConfig");
-  auto it = group.find("LifeCycleConfig");
+  const std::string path = join_path(group_path, F::kLifeCycleConfig);
+  auto it = group.find(F::kLifeCycleConfig);
   if (it == group.end()) {
     errors.push_back({path, "is required"});
     return out;
@@ -147,8 +153,8 @@ LifeCycleConfig check_lifecycle(const json& group, const std::string& group_path
     return out;
   }
   check_known_keys(*it, path, kLifeCycleFields, errors);
-  const std::string source_path = join_path(path, "SourceS3Uri");
-  if (auto source = read_string_field(*it, "SourceS3Uri", source_path, errors, true)) {
+  const std::string source_path = join_path(path, F::kSourceS3Uri);
+  if (auto source = read_string_field(*it, F::kSourceS3Uri, source_path, errors, true)) {
     std::string bucket_problem;
     if (source->starts_with("s3://")) {
       std::string rest = source->substr(5);
@@ -164,8 +170,8 @@ LifeCycleConfig check_lifecycle(const json& group, const std::string& group_path
                         "s3://bucket/prefix"});
     }
   }
-  const std::string on_create_path = join_path(path, "OnCreate");
-  if (auto on_create = read_string_field(*it, "OnCreate", on_create_path, errors, true)) {
+  const std::string on_create_path = join_path(path, F::kOnCreate);
+  if (auto on_create = read_string_field(*it, F::kOnCreate, on_create_path, errors, true)) {
     check_on_create(*on_create, on_create_path, errors);
     out.on_create = *on_create;
   }
@@ -189,16 +195,16 @@ ListedGroup check_group(const json& group, const std::string& path, Errors& erro
   const size_t errors_before = errors.size();
   check_known_keys(group, path, kGroupFields, errors);
 
-  const std::string name_path = join_path(path, "InstanceGroupName");
-  if (auto name = read_string_field(group, "InstanceGroupName", name_path, errors, true)) {
+  const std::string name_path = join_path(path, F::kInstanceGroupName);
+  if (auto name = read_string_field(group, F::kInstanceGroupName, name_path, errors, true)) {
     const size_t name_errors = errors.size();
     check_name(*name, name_path, errors);
     out.name_ok = errors.size() == name_errors;
     out.spec.name = *name;
   }
 
-  const std::string type_path = join_path(path, "InstanceType");
-  if (auto type = read_string_field(group, "InstanceType", type_path, errors, true)) {
+  const std::string type_path = join_path(path, F::kInstanceType);
+  if (auto type = read_string_field(group, F::kInstanceType, type_path, errors, true)) {
     if (find_instance_type(*type) == nullptr) {
       errors.push_back({type_path, "must be one of " + instance_type_names()});
     } else {
@@ -207,40 +213,40 @@ ListedGroup check_group(const json& group, const std::string& path, Errors& erro
   }
 
   out.spec.instance_count = read_int_field(
-      group, "InstanceCount", join_path(path, "InstanceCount"), 0, kMaxInstancesPerGroup,
+      group, F::kInstanceCount, join_path(path, F::kInstanceCount), 0, kMaxInstancesPerGroup,
       "must be an integer from 0 to " + std::to_string(kMaxInstancesPerGroup),
       /*required=*/true, 0, errors);
   out.spec.lifecycle = check_lifecycle(group, path, errors);
-  out.threads_given = group.contains("ThreadsPerCore");
+  out.threads_given = group.contains(F::kThreadsPerCore);
   out.spec.threads_per_core =
-      read_int_field(group, "ThreadsPerCore", join_path(path, "ThreadsPerCore"), 1, 2,
+      read_int_field(group, F::kThreadsPerCore, join_path(path, F::kThreadsPerCore), 1, 2,
                      "must be 1 or 2", /*required=*/false, 1, errors);
 
-  const std::string pool_path = join_path(path, "HostPool");
-  out.pool_given = group.contains("HostPool");
-  out.spares_given = group.contains("WarmSpares");
+  const std::string pool_path = join_path(path, F::kHostPool);
+  out.pool_given = group.contains(F::kHostPool);
+  out.spares_given = group.contains(F::kWarmSpares);
   if (out.pool_given) {
-    if (auto pool = read_string_field(group, "HostPool", pool_path, errors, false)) {
+    if (auto pool = read_string_field(group, F::kHostPool, pool_path, errors, false)) {
       check_name(*pool, pool_path, errors);
       out.spec.host_pool = *pool;
     }
   }
   out.spec.warm_spares = read_int_field(
-      group, "WarmSpares", join_path(path, "WarmSpares"), 0, kMaxWarmSpares,
+      group, F::kWarmSpares, join_path(path, F::kWarmSpares), 0, kMaxWarmSpares,
       "must be an integer from 0 to " + std::to_string(kMaxWarmSpares), /*required=*/false, 0,
       errors);
   // Spares take the top slots of the group's block of addresses and ports.
   if (out.spec.instance_count + out.spec.warm_spares > kMaxInstancesPerGroup) {
-    errors.push_back({join_path(path, "WarmSpares"),
+    errors.push_back({join_path(path, F::kWarmSpares),
                       "InstanceCount plus WarmSpares must be at most " +
                           std::to_string(kMaxInstancesPerGroup)});
   }
 
-  auto role = group.find("ExecutionRole");
+  auto role = group.find(F::kExecutionRole);
   if (role != group.end() && !role->is_string()) {
-    errors.push_back({join_path(path, "ExecutionRole"), "must be a string"});
+    errors.push_back({join_path(path, F::kExecutionRole), "must be a string"});
   }
-  check_ignored(group, "InstanceStorageConfigs", path, /*want_array=*/true, errors);
+  check_ignored(group, F::kInstanceStorageConfigs, path, /*want_array=*/true, errors);
 
   out.ok = errors.size() == errors_before;
   return out;
@@ -250,23 +256,23 @@ ListedGroup check_group(const json& group, const std::string& path, Errors& erro
 // same rules. Empty when the field is missing or not an array.
 std::vector<ListedGroup> check_groups(const json& request, Errors& errors) {
   std::vector<ListedGroup> out;
-  auto it = request.find("InstanceGroups");
+  auto it = request.find(F::kInstanceGroups);
   if (it == request.end()) {
-    errors.push_back({"InstanceGroups", "is required"});
+    errors.push_back({F::kInstanceGroups, "is required"});
     return out;
   }
   if (!it->is_array()) {
-    errors.push_back({"InstanceGroups", "must be an array"});
+    errors.push_back({F::kInstanceGroups, "must be an array"});
     return out;
   }
   if (it->empty() || it->size() > static_cast<size_t>(kMaxInstanceGroups)) {
     errors.push_back(
-        {"InstanceGroups", "must list 1 to " + std::to_string(kMaxInstanceGroups) + " groups"});
+        {F::kInstanceGroups, "must list 1 to " + std::to_string(kMaxInstanceGroups) + " groups"});
   }
   // Hostnames are case-insensitive, so "Worker" and "worker" would collide as nodes.
   std::vector<std::pair<std::string, std::string>> seen;  // lowercased name, its path
   for (size_t i = 0; i < it->size(); ++i) {
-    const std::string path = index_path("InstanceGroups", i);
+    const std::string path = index_path(F::kInstanceGroups, i);
     const json& group = (*it)[i];
     if (!group.is_object()) {
       errors.push_back({path, "must be an object"});
@@ -280,7 +286,7 @@ std::vector<ListedGroup> check_groups(const json& request, Errors& errors) {
       auto dup = std::find_if(seen.begin(), seen.end(),
                               [&](const auto& entry) { return entry.first == lower; });
       if (dup != seen.end()) {
-        errors.push_back({join_path(path, "InstanceGroupName"), "duplicates the name of " +
+        errors.push_back({join_path(path, F::kInstanceGroupName), "duplicates the name of " +
                                                                     dup->second +
                                                                     " (names are unique, "
                                                                     "ignoring case)"});
@@ -294,10 +300,10 @@ std::vector<ListedGroup> check_groups(const json& request, Errors& errors) {
 }
 
 std::string read_node_recovery(const json& request, const std::string& fallback, Errors& errors) {
-  auto it = request.find("NodeRecovery");
+  auto it = request.find(F::kNodeRecovery);
   if (it == request.end()) return fallback;
   if (!it->is_string() || (*it != "Automatic" && *it != "None")) {
-    errors.push_back({"NodeRecovery", "must be one of Automatic, None"});
+    errors.push_back({F::kNodeRecovery, "must be one of Automatic, None"});
     return fallback;
   }
   return it->get<std::string>();
@@ -307,7 +313,7 @@ std::string read_node_recovery(const json& request, const std::string& fallback,
 // endured's own folder and cannot mount a file server's. So one goes with the other.
 void check_shared_fs_placement(const ClusterSpec& spec, bool declared, Errors& errors) {
   for (size_t i = 0; i < spec.groups.size(); ++i) {
-    const std::string pool_path = join_path(index_path("InstanceGroups", i), "HostPool");
+    const std::string pool_path = join_path(index_path(F::kInstanceGroups, i), F::kHostPool);
     // A HostPool that broke its own rule says nothing about where the nodes are.
     if (std::any_of(errors.begin(), errors.end(),
                     [&](const FieldError& e) { return e.path == pool_path; })) {
@@ -315,9 +321,9 @@ void check_shared_fs_placement(const ClusterSpec& spec, bool declared, Errors& e
     }
     bool on_hosts = !spec.groups[i].host_pool.empty();
     if (on_hosts && !declared) {
-      errors.push_back({"SharedFileSystem",
+      errors.push_back({F::kSharedFileSystem,
                         "is required when an instance group draws from a HostPool (" +
-                            index_path("InstanceGroups", i) +
+                            index_path(F::kInstanceGroups, i) +
                             "): nodes on hosts share /fsx through it"});
       return;
     }
@@ -335,8 +341,8 @@ ClusterSpec check_create(const json& request, Errors& errors) {
     return spec;
   }
   check_known_keys(request, "", kCreateFields, errors);
-  if (auto name = read_string_field(request, "ClusterName", "ClusterName", errors, true)) {
-    check_name(*name, "ClusterName", errors);
+  if (auto name = read_string_field(request, F::kClusterName, F::kClusterName, errors, true)) {
+    check_name(*name, F::kClusterName, errors);
     spec.name = *name;
   }
   for (ListedGroup& listed : check_groups(request, errors)) {
@@ -344,9 +350,9 @@ ClusterSpec check_create(const json& request, Errors& errors) {
   }
   spec.node_recovery = read_node_recovery(request, spec.node_recovery, errors);
   spec.shared_fs = read_shared_fs(request, errors);
-  check_shared_fs_placement(spec, request.contains("SharedFileSystem"), errors);
-  check_ignored(request, "Tags", "", /*want_array=*/true, errors);
-  check_ignored(request, "VpcConfig", "", /*want_array=*/false, errors);
+  check_shared_fs_placement(spec, request.contains(F::kSharedFileSystem), errors);
+  check_ignored(request, F::kTags, "", /*want_array=*/true, errors);
+  check_ignored(request, F::kVpcConfig, "", /*want_array=*/false, errors);
   return spec;
 }
 
@@ -361,21 +367,21 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
     return current;
   }
   check_known_keys(request, "", kUpdateFields, errors);
-  if (auto name = read_string_field(request, "ClusterName", "ClusterName", errors, true);
+  if (auto name = read_string_field(request, F::kClusterName, F::kClusterName, errors, true);
       name && *name != current.name) {
     errors.push_back(
-        {"ClusterName", "must be the name of the cluster being updated, " + current.name});
+        {F::kClusterName, "must be the name of the cluster being updated, " + current.name});
   }
 
   ClusterSpec next = current;
-  auto groups_field = request.find("InstanceGroups");
+  auto groups_field = request.find(F::kInstanceGroups);
   const bool groups_listed = groups_field != request.end() && groups_field->is_array();
   // NodeRecovery alone may change: switching recovery off needs no list of the groups.
   std::vector<ListedGroup> listed_groups;
   if (groups_field != request.end()) {
     listed_groups = check_groups(request, errors);
-  } else if (!request.contains("NodeRecovery")) {
-    errors.push_back({"InstanceGroups", "is required unless NodeRecovery is given"});
+  } else if (!request.contains(F::kNodeRecovery)) {
+    errors.push_back({F::kInstanceGroups, "is required unless NodeRecovery is given"});
   }
   std::vector<bool> seen(current.groups.size(), false);
   for (const ListedGroup& listed : listed_groups) {
@@ -384,7 +390,7 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
         std::find_if(current.groups.begin(), current.groups.end(),
                      [&](const InstanceGroupSpec& g) { return g.name == listed.spec.name; });
     if (found == current.groups.end()) {
-      errors.push_back({join_path(listed.path, "InstanceGroupName"),
+      errors.push_back({join_path(listed.path, F::kInstanceGroupName),
                         "no such instance group in cluster " + current.name +
                             " (adding groups is not supported)"});
       continue;
@@ -399,7 +405,7 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
     const std::string fixed = "cannot be changed by UpdateCluster (is ";
     if (listed.spec.instance_type != found->instance_type) {
       errors.push_back(
-          {join_path(listed.path, "InstanceType"), fixed + found->instance_type + ")"});
+          {join_path(listed.path, F::kInstanceType), fixed + found->instance_type + ")"});
     }
     if (listed.spec.lifecycle.source_uri != found->lifecycle.source_uri) {
       errors.push_back({join_path(listed.path, "LifeCycleConfig.SourceS3Uri"),
@@ -410,12 +416,12 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
                         fixed + found->lifecycle.on_create + ")"});
     }
     if (listed.pool_given && listed.spec.host_pool != found->host_pool) {
-      errors.push_back({join_path(listed.path, "HostPool"),
+      errors.push_back({join_path(listed.path, F::kHostPool),
                         fixed + (found->host_pool.empty() ? "not set" : found->host_pool) + ")"});
     }
     // Left out, ThreadsPerCore keeps its value rather than reverting to the default.
     if (listed.threads_given && listed.spec.threads_per_core != found->threads_per_core) {
-      errors.push_back({join_path(listed.path, "ThreadsPerCore"),
+      errors.push_back({join_path(listed.path, F::kThreadsPerCore),
                         fixed + std::to_string(found->threads_per_core) + ")"});
     }
     next.groups[index].instance_count = listed.spec.instance_count;
@@ -425,16 +431,16 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
   if (groups_listed) {
     for (size_t i = 0; i < current.groups.size(); ++i) {
       if (!seen[i]) {
-        errors.push_back({"InstanceGroups",
+        errors.push_back({F::kInstanceGroups,
                           "group '" + current.groups[i].name + "' is missing; list every group"});
       }
     }
   }
   next.node_recovery = read_node_recovery(request, current.node_recovery, errors);
-  if (request.contains("SharedFileSystem")) {
+  if (request.contains(F::kSharedFileSystem)) {
     auto listed = read_shared_fs(request, errors);
     if (listed && listed != current.shared_fs) {
-      errors.push_back({"SharedFileSystem", "cannot be changed by UpdateCluster (every node mounts it)"});
+      errors.push_back({F::kSharedFileSystem, "cannot be changed by UpdateCluster (every node mounts it)"});
     }
   }
   return next;
@@ -488,22 +494,22 @@ const InstanceGroupSpec* ClusterSpec::find_group(const std::string& group_name) 
 }
 
 json ClusterSpec::to_json() const {
-  json out_groups = json::array();
+  api::CreateClusterRequest out;
+  out.cluster_name = name;
   for (const InstanceGroupSpec& group : groups) {
-    out_groups.push_back({
-        {"InstanceGroupName", group.name},
-        {"InstanceType", group.instance_type},
-        {"InstanceCount", group.instance_count},
-        {"LifeCycleConfig",
-         {{"SourceS3Uri", group.lifecycle.source_uri}, {"OnCreate", group.lifecycle.on_create}}},
-        {"ThreadsPerCore", group.threads_per_core},
-    });
-    if (!group.host_pool.empty()) out_groups.back()["HostPool"] = group.host_pool;
-    if (group.warm_spares > 0) out_groups.back()["WarmSpares"] = group.warm_spares;
+    api::InstanceGroupSpec g;
+    g.instance_group_name = group.name;
+    g.instance_type = group.instance_type;
+    g.instance_count = group.instance_count;
+    g.life_cycle_config = {group.lifecycle.source_uri, group.lifecycle.on_create};
+    g.threads_per_core = group.threads_per_core;
+    if (!group.host_pool.empty()) g.host_pool = group.host_pool;
+    if (group.warm_spares > 0) g.warm_spares = group.warm_spares;
+    out.instance_groups.push_back(std::move(g));
   }
-  json out = {{"ClusterName", name}, {"InstanceGroups", out_groups}, {"NodeRecovery", node_recovery}};
-  if (shared_fs) out["SharedFileSystem"] = shared_fs->to_json();
-  return out;
+  out.node_recovery = node_recovery;
+  if (shared_fs) out.shared_file_system = shared_fs->to_json();
+  return out.to_json();
 }
 
 std::vector<FieldError> validate_cluster_spec(const json& request) {
