@@ -18,7 +18,7 @@ flags=$(pkg-config --cflags --libs endure)
 libdir=$(pkg-config --variable=libdir endure)
 echo "pkg-config --cflags --libs endure: $flags"
 # shellcheck disable=SC2086  # flags are words
-cc -std=gnu11 -Wall -Werror -o "$scratch/checkpoint_c" "$source/tests/unit/checkpoint_c_test.c" \
+cc -std=gnu11 -Wall -Werror -o "$scratch/checkpoint_c" "$source/tests/unit/train/ckpt/checkpoint_c_test.c" \
   $flags -Wl,-rpath,"$libdir"
 # It runs against the installed library, not the build tree's.
 linked=$(ldd "$scratch/checkpoint_c" | awk '$1 == "libendure.so.0" {print $3}')

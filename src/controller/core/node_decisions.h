@@ -1,8 +1,8 @@
 // What endured decides about a node, as pure functions of what a pass observed and the
 // clock: (state, observation, now) -> (next step, its words). The managers observe (store,
 // provider, Slurm), call these, then act; every branch here is a unit test with no root, no
-// Slurm and no provider (tests/unit/node_decisions_test.cpp). The steps' names are the
-// transitions of node_state.h.
+// Slurm and no provider (tests/unit/controller/core/node_decisions_test.cpp). The steps'
+// names are the transitions of node_state.h.
 #pragma once
 
 #include <optional>

@@ -4,7 +4,8 @@
 // on the row as stored, checked against the transition table (node_state.h); the managers
 // decide which change to make, and only these functions edit a row's state.
 //
-// tests/unit/node_transitions_test.cpp states, for each one, the row it makes and its events.
+// tests/unit/controller/core/node_transitions_test.cpp states, for each one, the row it
+// makes and its events.
 #pragma once
 
 #include <functional>

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "rank_threads.h"
+#include "../rank_threads.h"
 
 namespace endure::comm {
 namespace {

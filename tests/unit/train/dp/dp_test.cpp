@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "../rank_threads.h"
 #include "endure/model.h"
 #include "endure/zero.h"
-#include "rank_threads.h"
 #include "tiny_batch.h"
 #include "train/model/cpu_backend.h"
 

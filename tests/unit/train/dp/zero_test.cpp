@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "../rank_threads.h"
 #include "endure/model.h"
-#include "rank_threads.h"
 #include "tiny_batch.h"
 #include "train/model/cpu_backend.h"
 
