@@ -1,23 +1,11 @@
-"""bench/autoresume's figures: its run files, the cluster's events, the statistics and the
-report (a table for people, then one JSON line), called by run.sh as
-`python3 figures.py COMMAND ARGS...`."""
-import json, os, statistics, sys
+"""bench/autoresume's figures: its run files, the cluster's events, each trial's row of
+results.jsonl, the statistics and the report (a table for people, then one JSON line),
+called by run.sh as `python3 figures.py COMMAND ARGS...`."""
+import json, os, sys
 from datetime import datetime
 
-def lines(path):
-    out = []
-    try:
-        with open(path) as f:
-            for l in f:
-                try:
-                    j = json.loads(l)
-                except ValueError:
-                    continue
-                if isinstance(j, dict):
-                    out.append(j)
-    except OSError:
-        pass
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
+from benchlib import fmt, median, print_header, print_result, ratio, read_jsonl, verdict  # noqa: E402
 
 def count_lines(path):
     try:
@@ -35,12 +23,12 @@ def r3(x):
 cmd = sys.argv[1]
 if cmd == "progress":            # DIR JOB MIN_UNITS: every rank started (this job) and did MIN_UNITS
     d, job, n = sys.argv[2], sys.argv[3], int(sys.argv[4])
-    ranks = {s.get("rank") for s in lines(os.path.join(d, "starts.log")) if str(s.get("job")) == job}
+    ranks = {s.get("rank") for s in read_jsonl(os.path.join(d, "starts.log")) if str(s.get("job")) == job}
     ok = ranks >= {0, 1, 2, 3} and all(count_lines(os.path.join(d, "done-%d.log" % r)) >= n for r in range(4))
     sys.exit(0 if ok else 1)
 elif cmd == "rerun":             # DIR T_FAULT MODE: ours = count==1 on all 4 ranks; peer = any start after the fault
     d, tf, mode = sys.argv[2], float(sys.argv[3]), sys.argv[4]
-    s = lines(os.path.join(d, "starts.log"))
+    s = read_jsonl(os.path.join(d, "starts.log"))
     if mode == "ours":
         r = [x for x in s if x.get("count") == 1]
         if {x.get("rank") for x in r} >= {0, 1, 2, 3}:
@@ -80,8 +68,33 @@ elif cmd == "arn-id":            # DESCRIBE_JSON: the cluster id (last part of C
     print(json.load(open(sys.argv[2]))["ClusterArn"].rsplit("/", 1)[-1])
 elif cmd == "field":             # JSON_FILE KEY
     print(json.load(open(sys.argv[2])).get(sys.argv[3], ""))
-elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE NO_REPAIR_WAIT
-    rows = lines(sys.argv[2])
+elif cmd == "trial-row":         # TRIAL NODE JOB BATCH_HOST RERUN_JSON WAITED FIGURES_JSON MODE: an auto-resume trial's row
+    trial, node, job, bh, rerun, waited, figs, mode = sys.argv[2:]
+    r = {"kind": "ours", "mode": mode, "trial": int(trial), "node": node, "job": int(job), "batch_host": bh == node}
+    r.update(json.loads(figs))
+    if rerun:
+        r["rerun"] = True
+        r.update(json.loads(rerun))
+    else:
+        r.update({"rerun": False, "fault_to_rerun_s": None, "waited_s": float(waited)})
+    print(json.dumps(r))
+elif cmd == "peer-row":          # KIND NODE JOB RESTART_JSON WAITED WAIT_S STATE FIGURES_JSON: a plain-Slurm trial's row
+    kind, node, job, restart, waited, wait_s, st, figs = sys.argv[2:]
+    f = json.loads(figs)
+    r = {"kind": kind, "node": node, "job": int(job), "wait_limit_s": int(wait_s), "waited_s": float(waited),
+         "state_after": st, "detected_s": f.get("detected_s"), "node_back_s": f.get("node_back_s")}
+    if restart:
+        r["restarted"] = True
+        r.update(json.loads(restart))
+    else:
+        r.update({"restarted": False, "fault_to_rerun_s": None})
+    print(json.dumps(r))
+elif cmd == "warm-spares":       # DESCRIBE_JSON: the worker group's ready warm spares
+    for g in json.load(open(sys.argv[2])).get("InstanceGroups", []):
+        if g["InstanceGroupName"] == "worker":
+            print(g.get("CurrentWarmSpares", 0))
+elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE NO_REPAIR_WAIT WARM_TARGET_S
+    rows = read_jsonl(sys.argv[2])
     trials_wanted, peer_wait, target, smoke, nr_wait = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), sys.argv[6] == "1", int(sys.argv[7])
     warm_target = float(sys.argv[8])
     def ours_of(provider, mode):
@@ -92,14 +105,13 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
     peer = next((r for r in rows if r.get("kind") == "peer"), None)
     nrep = next((r for r in rows if r.get("kind") == "peer_no_repair"), None)
     notes = [r.get("note") for r in rows if r.get("kind") == "note"]
-    f = lambda x: "-" if x is None else "%.1f" % x
+    f = lambda x: fmt(x, "%.1f")
     print()
     print("auto-resume vs plain Slurm requeue, same local cluster (1 controller + 4 x local.c2), same fault (crash)")
     print("times in seconds from the fault (the moment before `endure debug inject-fault --kind crash`)")
     print()
     hdr = "%-24s %-22s %10s %11s %11s %14s" % ("trial", "node", "->detected", "->node back", "->job ready", "->re-run start")
-    print(hdr)
-    print("-" * len(hdr))
+    print_header(hdr)
     def trial_rows(label, rs):
         for r in rs:
             node = r["node"] + (" (batch host)" if r.get("batch_host") else "")
@@ -107,7 +119,7 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
             print("%-24s %-22s %10s %11s %11s %14s" % ("%s #%d" % (label, r["trial"]), node, f(r.get("detected_s")),
                   f(r.get("node_back_s")), f(r.get("job_ready_s")), rr))
         vals = [r["fault_to_rerun_s"] for r in rs if r.get("rerun")]
-        med = statistics.median(vals) if vals else None
+        med = median(vals)
         if vals:
             print("%-24s %-22s %10s %11s %11s %14s" % (label + " median", "(%d of %d re-ran)" % (len(vals), len(rs)), "", "", "", f(med)))
             print("%-24s %-22s %10s %11s %11s %14s" % (label + " min / max", "", "", "", "", "%s / %s" % (f(min(vals)), f(max(vals)))))
@@ -118,7 +130,7 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
     hwvals, hwmed, hwmn, hwmx = trial_rows("hosts warm spare", hwarm)
     def after_detection(rs):
         v = [r["fault_to_rerun_s"] - r["detected_s"] for r in rs if r.get("rerun") and r.get("detected_s") is not None]
-        return (r3(statistics.median(v)), r3(max(v))) if v else (None, None)
+        return (r3(median(v)), r3(max(v))) if v else (None, None)
     hcold_det, hwarm_det = after_detection(hcold), after_detection(hwarm)
     for label, r in (("plain Slurm requeue", peer), ("plain Slurm, no repair", nrep)):
         if not r:
@@ -145,37 +157,38 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
         print("  node dead (SlurmdTimeout 15 s + its ping cycle), and the requeued job then needs 4 nodes")
         print("  where 3 are left: it cannot restart. Waited min(PEER_WAIT, 60) = %d s." % nr_wait)
         print("  Job state at the end of the wait: %s" % (nrep.get("state_after") or "-"))
-    ratio = None
+    peer_ratio = None
     lower = False
     if peer and med:
         if peer.get("restarted"):
-            ratio = peer["fault_to_rerun_s"] / med
+            peer_ratio = peer["fault_to_rerun_s"] / med
         else:
-            ratio = peer_wait / med
+            peer_ratio = peer_wait / med
             lower = True
-    if ratio is not None:
+    if peer_ratio is not None:
         if lower:
-            print("ratio (lower bound: plain Slurm had not restarted after PEER_WAIT = %d s): >= %.1fx  (PEER_WAIT / our median)" % (peer_wait, ratio))
+            print("ratio (lower bound: plain Slurm had not restarted after PEER_WAIT = %d s): >= %.1fx  (PEER_WAIT / our median)" % (peer_wait, peer_ratio))
         else:
-            print("ratio plain Slurm requeue / our median fault->re-run: %.1fx" % ratio)
+            print("ratio plain Slurm requeue / our median fault->re-run: %.1fx" % peer_ratio)
     else:
         print("ratio: not available")
     met = med is not None and med <= target and len(vals) == len(ours) == trials_wanted
-    print("target: median fault->re-run <= %d s: %s" % (target, "met" if met else "not met"))
-    warm_ratio = med / wmed if med and wmed else None
+    print("target: median fault->re-run <= %d s: %s" % (target, verdict(met)))
+    warm_ratio = ratio(med, wmed)
     warm_met = wmed is not None and wmed <= warm_target and len(wvals) == len(warm) == trials_wanted
     if warm:
         print("warm spare: the crashed node's name taken by the group's warm spare (WarmSpares 1)")
         print("ratio cold / warm median fault->re-run: %s" % ("-" if warm_ratio is None else "%.1fx" % warm_ratio))
-        print("target: median fault->re-run <= %.1f s with a warm spare: %s" % (warm_target, "met" if warm_met else "not met"))
+        print("target: median fault->re-run <= %.1f s with a warm spare: %s" % (warm_target, verdict(warm_met)))
     if hcold or hwarm:
         print("hosts: 1 controller + 3 workers on test hosts reached over SSH, /fsx on a file server")
         print("  (sshfs), a 3-node step; the fault is a worker's host's plug pulled (found by its")
         print("  silence; its power command refused), so detection takes longer than a crash's.")
         print("  detected -> re-run start, median / max: cold %s / %s, warm %s / %s" % (
             f(hcold_det[0]), f(hcold_det[1]), f(hwarm_det[0]), f(hwarm_det[1])))
-        if hmed and hwmed:
-            print("ratio hosts cold / warm median fault->re-run: %.1fx" % (hmed / hwmed))
+        hosts_ratio = ratio(hmed, hwmed)
+        if hosts_ratio is not None:
+            print("ratio hosts cold / warm median fault->re-run: %.1fx" % hosts_ratio)
     if smoke:
         print("(smoke run: 1 trial, PEER_WAIT 10 s, no hosts: a check that the bench works, not a measurement)")
     for n in notes:
@@ -192,7 +205,7 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
         "peer_wait_s": peer_wait,
         "peer": peer,
         "peer_no_repair": nrep,
-        "ratio": r3(ratio), "ratio_is_lower_bound": lower,
+        "ratio": r3(peer_ratio), "ratio_is_lower_bound": lower,
         "target_s": int(target), "target_met": met,
         "warm_trials": warm,
         "ours_warm_median_s": r3(wmed), "ours_warm_min_s": r3(wmn), "ours_warm_max_s": r3(wmx),
@@ -201,9 +214,9 @@ elif cmd == "report":            # RESULTS_JSONL TRIALS PEER_WAIT TARGET_S SMOKE
         "hosts_cold_trials": hcold, "hosts_warm_trials": hwarm,
         "hosts_cold_median_s": r3(hmed), "hosts_cold_max_s": r3(hmx),
         "hosts_warm_median_s": r3(hwmed), "hosts_warm_max_s": r3(hwmx),
-        "hosts_ratio_cold_to_warm": r3(hmed / hwmed) if hmed and hwmed else None,
+        "hosts_ratio_cold_to_warm": r3(ratio(hmed, hwmed)),
         "hosts_cold_detected_to_rerun_median_s": hcold_det[0],
         "hosts_warm_detected_to_rerun_median_s": hwarm_det[0],
         "notes": notes,
     }
-    print(json.dumps(out, separators=(",", ":")))
+    print_result(out, compact=True)

@@ -275,13 +275,7 @@ if ! start_endured; then
 fi
 log "endured (pid $ENDURED_PID) serves $(cat "$HOME_DIR/endpoint")"
 
-python3 - "$REPO/examples/lifecycle/base-config" "$NAME" >"$HOME_DIR/spec.json" <<'EOF'
-import json, sys
-lc = {"SourceS3Uri": sys.argv[1], "OnCreate": "on_create.sh"}
-print(json.dumps({"ClusterName": sys.argv[2], "NodeRecovery": "Automatic", "InstanceGroups": [
-    {"InstanceGroupName": "controller", "InstanceType": "local.c2", "InstanceCount": 1, "LifeCycleConfig": lc, "ThreadsPerCore": 1},
-    {"InstanceGroupName": "worker", "InstanceType": "local.c2", "InstanceCount": 4, "LifeCycleConfig": lc, "ThreadsPerCore": 1}]}, indent=1))
-EOF
+python3 "$REPO/bench/autoresume/specs.py" bench "$REPO/examples/lifecycle/base-config" "$NAME" >"$HOME_DIR/spec.json"
 # The placeholders (see the top): they take indexes 1 .. IDX-1 of this endured's store.
 if [ "$IDX" -gt 1 ]; then
   mkdir -p "$HOME_DIR/hold-lc"
@@ -289,13 +283,7 @@ if [ "$IDX" -gt 1 ]; then
   printf '#!/bin/bash\necho "bench placeholder: holds a cluster index, starts nothing"\nexit 1\n' \
     >"$HOME_DIR/hold-lc/on_create.sh"
   for h in $(seq 1 $((IDX - 1))); do
-    python3 - "$HOME_DIR/hold-lc" "$NAME-hold-$h" >"$HOME_DIR/hold-$h.json" <<'EOF'
-import json, sys
-lc = {"SourceS3Uri": sys.argv[1], "OnCreate": "on_create.sh"}
-print(json.dumps({"ClusterName": sys.argv[2], "NodeRecovery": "None", "InstanceGroups": [
-    {"InstanceGroupName": "controller", "InstanceType": "local.c1", "InstanceCount": 1, "LifeCycleConfig": lc},
-    {"InstanceGroupName": "worker", "InstanceType": "local.c1", "InstanceCount": 0, "LifeCycleConfig": lc}]}))
-EOF
+    python3 "$REPO/bench/autoresume/specs.py" placeholder "$HOME_DIR/hold-lc" "$NAME-hold-$h" >"$HOME_DIR/hold-$h.json"
     CLUSTERS+=("$NAME-hold-$h")
     # It fails by design (exit status 1); it only has to exist, Failed.
     timeout 150 "$BIN/endure" create-cluster --cli-input-json "file://$HOME_DIR/hold-$h.json" --wait \
@@ -345,9 +333,7 @@ wait_spare_ready() {
   local deadline=$(( $(date +%s) + $1 ))
   while [ "$(date +%s)" -lt "$deadline" ]; do
     timeout 30 "$BIN/endure" describe-cluster --cluster-name "$NAME" >"$HOME_DIR/describe-spare.json" 2>/dev/null
-    [ "$(python3 -c 'import json,sys
-for g in json.load(open(sys.argv[1])).get("InstanceGroups", []):
-    if g["InstanceGroupName"] == "worker": print(g.get("CurrentWarmSpares", 0))' "$HOME_DIR/describe-spare.json" 2>/dev/null)" = 1 ] && return 0
+    [ "$(python3 "$PY" warm-spares "$HOME_DIR/describe-spare.json" 2>/dev/null)" = 1 ] && return 0
     sleep 0.5
   done
   log "the warm spare was not ready within $1 s"
@@ -385,18 +371,7 @@ for trial in $(seq 1 "$TRIALS"); do
     sleep 1
   done
   [ -n "${figs:-}" ] || figs='{}'
-  python3 - "$trial" "$node" "$job" "$bh" "$rerun" "$waited" "$figs" "$mode" >>"$RESULTS" <<'EOF'
-import json, sys
-trial, node, job, bh, rerun, waited, figs, mode = sys.argv[1:]
-r = {"kind": "ours", "mode": mode, "trial": int(trial), "node": node, "job": int(job), "batch_host": bh == node}
-r.update(json.loads(figs))
-if rerun:
-    r["rerun"] = True
-    r.update(json.loads(rerun))
-else:
-    r.update({"rerun": False, "fault_to_rerun_s": None, "waited_s": float(waited)})
-print(json.dumps(r))
-EOF
+  python3 "$PY" trial-row "$trial" "$node" "$job" "$bh" "$rerun" "$waited" "$figs" "$mode" >>"$RESULTS"
   if [ -n "$rerun" ]; then
     log "trial $trial: re-run started $(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["fault_to_rerun_s"])' "$rerun") s after the fault; events: $figs"
   else
@@ -437,19 +412,7 @@ peer_trial() { # KIND RUN WAIT_S
   ev=$HOME_DIR/ev-$kind.json
   events_file "$mark" "$ev" && figs=$(python3 "$PY" events "$ev" "$tf" "$node" "$job" "")
   [ -n "${figs:-}" ] || figs='{}'
-  python3 - "$kind" "$node" "$job" "$restart" "$waited" "$wait_s" "$st" "$figs" >>"$RESULTS" <<'EOF'
-import json, sys
-kind, node, job, restart, waited, wait_s, st, figs = sys.argv[1:]
-f = json.loads(figs)
-r = {"kind": kind, "node": node, "job": int(job), "wait_limit_s": int(wait_s), "waited_s": float(waited),
-     "state_after": st, "detected_s": f.get("detected_s"), "node_back_s": f.get("node_back_s")}
-if restart:
-    r["restarted"] = True
-    r.update(json.loads(restart))
-else:
-    r.update({"restarted": False, "fault_to_rerun_s": None})
-print(json.dumps(r))
-EOF
+  python3 "$PY" peer-row "$kind" "$node" "$job" "$restart" "$waited" "$wait_s" "$st" "$figs" >>"$RESULTS"
   if [ -n "$restart" ]; then
     log "$kind: the step started again $(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["fault_to_rerun_s"])' "$restart") s after the fault"
   else

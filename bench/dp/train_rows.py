@@ -36,6 +36,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "common"))
+from benchlib import fmt, print_header, print_result, read_jsonl, verdict  # noqa: E402
+
 DDP_PEER = os.path.join(HERE, "ddp_peer.py")
 TORCH_PYTHON = "/usr/bin/python3"  # Debian's python3-torch; ddp_peer.py re-execs into it anyway
 
@@ -137,11 +140,7 @@ def run_endure(a, ranks, zero, threads, batch, steps):
         log("  failed: " + failed)
         return row
 
-    lines = []
-    with open(os.path.join(work, "out.0")) as f:
-        for l in f:
-            if l.startswith("{"):
-                lines.append(json.loads(l))
+    lines = read_jsonl(os.path.join(work, "out.0"))
     start = next((l for l in lines if l.get("start")), None)
     done = next((l for l in lines if l.get("done")), None)
     step_lines = [l for l in lines if "loss" in l and "step" in l]
@@ -245,9 +244,7 @@ def run_ddp(a, ranks, steps):
 # ---- the report ----
 
 def comm_report(path, smoke):
-    sweeps = []
-    if os.path.exists(path):
-        sweeps = [json.loads(l) for l in open(path) if l.strip()]
+    sweeps = read_jsonl(path)
     # run.sh sweeps every size several times; a size's row is the median of its sweeps, so
     # one slow moment of ranks sharing 2 cores does not decide it.
     by_size = {}
@@ -269,8 +266,7 @@ def comm_report(path, smoke):
     print("median of %d sweeps" % max((r["sweeps"] for r in rows), default=0))
     print()
     hdr = "%5s %10s %12s %12s %8s" % ("ranks", "bytes", "endure", "plain Gloo", "ratio")
-    print(hdr)
-    print("-" * len(hdr))
+    print_header(hdr)
     met = True
     for r in rows:
         r["ratio"] = round(r.get("paired_ratio", r["endure_busbw_gbs"] / r["gloo_busbw_gbs"]), 3)
@@ -281,7 +277,7 @@ def comm_report(path, smoke):
     big = [r for r in rows if r["bytes"] >= 1 << 20]
     print()
     print("target: endure >= 90 %% of plain Gloo at every size >= 1 MiB: %s" % (
-        ("met" if met else "not met") if big else "no size >= 1 MiB measured"))
+        verdict(met) if big else "no size >= 1 MiB measured"))
     return {"rows": rows, "min_ratio_from_1MiB": min((r["ratio"] for r in big), default=None),
             "target_ratio": 0.9, "target_met": met if big else None}
 
@@ -298,14 +294,6 @@ def ratio(a, b):
     return round(a["tokens_per_s"] / b["tokens_per_s"], 3) if a and b else None
 
 
-def verdict(ok):
-    return "not measured" if ok is None else ("met" if ok else "not met")
-
-
-def fmt(v, f):
-    return "-" if v is None else f % v
-
-
 def train_report(a, rows):
     print()
     print("training: %s, batch 8 per rank, seq %s, median tokens/s (all ranks) of steps %d..%d"
@@ -315,8 +303,7 @@ def train_report(a, rows):
     print()
     hdr = "%5s %7s %-12s %10s %9s %7s %12s" % (
         "ranks", "threads", "trainer", "tokens/s", "step ms", "x DDP", "peak RSS MiB")
-    print(hdr)
-    print("-" * len(hdr))
+    print_header(hdr)
     for r in rows:
         name = ("endure z%d" % r["zero"]) if r["trainer"] == "endure" else "PyTorch DDP"
         if "error" in r:
@@ -335,8 +322,7 @@ def train_report(a, rows):
     print()
     hdr = "%5s %7s %4s %10s %10s %8s %8s %7s %6s" % (
         "ranks", "threads", "zero", "params", "state MiB", "B/param", "paper", "ratio", "<=10%")
-    print(hdr)
-    print("-" * len(hdr))
+    print_header(hdr)
     for r in ours:
         print("%5d %7d %4d %10d %10.1f %8.2f %8.2f %7.3f %6s" % (
             r["ranks"], r["threads"], r["zero"], r["params"], r["state_bytes"] / MIB,
@@ -350,8 +336,7 @@ def train_report(a, rows):
     print()
     hdr = "%5s %4s %9s %11s %8s %13s %18s" % (
         "ranks", "zero", "comm s", "exposed s", "hidden", "hidden timed", "steps exposed>comm")
-    print(hdr)
-    print("-" * len(hdr))
+    print_header(hdr)
     for r in multi:
         print("%5d %4d %9.3f %11.3f %8s %13s %18d" % (
             r["ranks"], r["zero"], r["comm_s"], r["comm_exposed_s"],
@@ -448,11 +433,11 @@ def main():
         print("(%s ranks on %d cores: the ranks share cores)" % (
             " and ".join(map(str, over)), os.cpu_count()))
     failed = [r for r in rows if "error" in r]
-    print(json.dumps({
+    print_result({
         "bench": "dp", "smoke": a.smoke, "cores": os.cpu_count(), "comm": comm,
         "train": {"model": a.model, "vocab_size": a.vocab, "batch_per_rank": 8,
                   "steps": a.steps, "steps_4ranks": a.steps4, "skip": a.skip, "rows": rows},
-        "targets": targets, "failed_rows": len(failed)}, separators=(",", ":")))
+        "targets": targets, "failed_rows": len(failed)}, compact=True)
     return 1 if failed else 0
 
 

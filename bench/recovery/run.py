@@ -27,7 +27,9 @@ import traceback
 from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "common"))
 import replace  # noqa: E402  (the replacement rows: cold and warm, local and on hosts)
+from benchlib import fmt, print_header, print_result, verdict  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.join(REPO, "build", "bin")
@@ -178,7 +180,7 @@ def stats(values):
 
 
 def report(args, rows, slurm, slurmd_timeout, notes, replacements):
-    f = lambda x: "-" if x is None else "%.2f" % x
+    f = lambda x: fmt(x, "%.2f")
     per_kind = {}
     print()
     print("fault -> verdict (NodeUnhealthy), -> drained (NodeDrained), -> back in service")
@@ -187,8 +189,7 @@ def report(args, rows, slurm, slurmd_timeout, notes, replacements):
     print()
     hdr = "%-12s %7s %9s %9s %9s %9s %9s %9s %8s" % (
         "kind", "trials", "verdict", "(max)", "drained", "(max)", "back", "(max)", "target")
-    print(hdr)
-    print("-" * len(hdr))
+    print_header(hdr)
     for kind in args.kinds:
         mine = [r for r in rows if r["kind"] == kind]
         vm, vx = stats([r.get("verdict_s") for r in mine])
@@ -219,13 +220,13 @@ def report(args, rows, slurm, slurmd_timeout, notes, replacements):
     back = per_kind.get(BACK_TARGET[0], {}).get("back_median_s")
     back_met = None if back is None else back <= BACK_TARGET[1]
     print("back in service after a crash, median <= %.0f s: %s" % (
-        BACK_TARGET[1], "-" if back_met is None else ("met" if back_met else "not met")))
+        BACK_TARGET[1], "-" if back_met is None else verdict(back_met)))
     replaced = replacements.summary() if replacements else {}
     if replaced:
         replacements.print_table(replaced)
     for n in notes:
         print("note: " + n)
-    print(json.dumps({
+    print_result({
         "bench": "recovery", "smoke": args.smoke, "trials_per_kind": args.trials,
         "kinds": per_kind, "rows": rows,
         "slurm_crash_detection_s": slurm.get("detected_s") if slurm else None,
@@ -235,7 +236,7 @@ def report(args, rows, slurm, slurmd_timeout, notes, replacements):
         "crash_back_target_met": back_met,
         "replace": replaced, "replace_rows": replacements.rows if replacements else [],
         "notes": notes,
-    }, separators=(",", ":")))
+    }, compact=True)
 
 
 def main():
