@@ -76,10 +76,12 @@ for program in endure endure-train endure-data; do
 done
 # `import endure` for Debian's python3 (the one with python3-torch, not a pyenv python3 on
 # the PATH): a .pth in its site folder naming this tree's python/, so the package follows
-# the tree as the links above follow the build, and finds build/libendure.so beside it.
+# the tree as the links above follow the build, and finds build/libendure.so beside it; and
+# the node software's copy (build/lib, a local node's /opt/endure/lib), for a node whose
+# view of the file system hides this tree. A folder that is not there is passed over.
 site=$(/usr/bin/python3 -c 'import site; print(site.getsitepackages()[0])')
 mkdir -p "$site"
-echo "$PWD/python" >"$site/endure.pth"
+printf '%s\n' "$PWD/python" /opt/endure/lib/python >"$site/endure.pth"
 /usr/bin/python3 -c 'import endure._lib; endure._lib.lib()'
 mkdir -p /etc/bash_completion.d
 ln -sfn "$PWD/build/share/bash-completion/endure" /etc/bash_completion.d/endure

@@ -6,7 +6,7 @@ The library is found, and its functions declared, on first use rather than at im
   1. $ENDURE_LIBRARY, a path to libendure.so (tests point it at their build);
   2. the build tree beside this package's source (python/endure -> build/libendure.so),
      which is where scripts/setup.sh leaves it;
-  3. /opt/endure/lib, the node software of an endure cluster;
+  3. /opt/endure/lib/libendure.so.0, the node software of an endure cluster;
   4. the dynamic loader's own search (the .deb's /usr/lib/<arch>/libendure.so.0).
 """
 
@@ -61,7 +61,7 @@ def candidates():
         paths.append(os.environ["ENDURE_LIBRARY"])
     repo = os.path.dirname(os.path.dirname(_HERE))
     paths.append(os.path.join(repo, "build", "libendure.so"))
-    paths.append("/opt/endure/lib/libendure.so")
+    paths.append("/opt/endure/lib/libendure.so.0")
     paths.append("libendure.so.0")
     return paths
 
