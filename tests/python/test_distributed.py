@@ -18,7 +18,7 @@ from endure.slurm import Task, expand_hostlist  # noqa: E402
 def slurm(**more):
     env = {"SLURM_JOB_ID": "1234", "SLURM_PROCID": "1", "SLURM_NTASKS": "3",
            "SLURM_LOCALID": "0", "SLURM_STEP_NODELIST": "worker-[1-3]",
-           "SLURM_JOB_NODELIST": "worker-[0-3]", "MASTER_ADDR": "10.0.0.9"}
+           "SLURM_JOB_NODELIST": "worker-[0-3]", "MASTER_ADDR": "127.0.0.9"}
     env.update(more)
     return Task(env)
 
