@@ -18,6 +18,7 @@
 #include "agent/health/kernel_log.h"
 #include "agent/health/nvml_events.h"
 #include "agent/lifecycle.h"
+#include "agent/memory_store.h"
 #include "agent/local_boot.h"
 #include "agent/node_init.h"
 #include "agent/reporter.h"
@@ -151,7 +152,9 @@ int run_agent(const std::string& config_path, bool restarted) {
     while (!g_stop) {
       if (in_service) {
         reporter.set_findings(agent::health::run_all(checks));
-        reporter.set_gauges(agent::health::gather_gauges(checks));
+        json gauges = agent::health::gather_gauges(checks);
+        agent::MemoryStoreSupervisor::gauges(config->node_name, gauges);
+        reporter.set_gauges(std::move(gauges));
       }
       for (auto slept = 0ms; slept < period && !g_stop; slept += 100ms) {
         std::this_thread::sleep_for(100ms);
@@ -175,12 +178,17 @@ int run_agent(const std::string& config_path, bool restarted) {
                                              if (in_service) report_faults(reporter, found);
                                            });
 
-  // Reaps the lifecycle script (our child) and whatever else of ours ends; the node's
-  // orphans go to its init.
+  // The node's memory store, while the cluster enables the memory tier.
+  agent::MemoryStoreSupervisor memory_store(*config);
+
+  // Reaps the lifecycle script and the memory store (our children) and whatever else of
+  // ours ends; the node's orphans go to its init.
   while (!g_stop) {
+    memory_store.tick();
     int status = 0;
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      memory_store.exited(pid, status);
       if (pid == lifecycle_pid) {
         auto result = agent::lifecycle_outcome(status, false, config->lifecycle_timeout_seconds);
         log::info("lifecycle: {} with exit code {}", result.status, result.exit_code);

@@ -27,6 +27,16 @@ inline constexpr const char* kProvisioningPath = "/opt/endure/config/provisionin
 // MaxResumes} (api/node_files.h, AutoResumeConfig). Its token allows only the AutoResume*
 // calls.
 inline constexpr const char* kAutoResumeConfigPath = "/opt/endure/config/auto_resume.json";
+// The cluster memory tier (TieredStorageConfig), when the cluster enables it: where the
+// node's memory store listens and the cluster's credential for it (api/node_files.h,
+// MemoryStoreConfig). Readable by every user of the node: the training job is its client.
+inline constexpr const char* kMemoryStoreConfigPath = "/opt/endure/config/memory_store.json";
+// The port every node's memory store listens on, at the node's own address.
+inline constexpr int kMemoryStorePort = 6830;
+// Its objects: a tmpfs folder per instance (this prefix and the instance's id), memory that
+// outlives the store's process but not the machine: a local provider removes it when it
+// stops the instance, as a power-off would.
+inline constexpr const char* kMemoryStoreArenaPrefix = "/dev/shm/endure-memstore-";
 // endured's CA, pinned by the node's https calls to endured (hosts reach it over TLS).
 inline constexpr const char* kEndureCaPath = "/opt/endure/config/endure-ca.pem";
 // Slurm's files, rendered by endured from the spec (slurm/slurm_conf.h).

@@ -28,6 +28,11 @@ Result<AutoResumeConfig> AutoResumeConfig::from_json(const json& in) {
   return read_file_shape<AutoResumeConfig>(in, "InvalidConfig", "auto_resume.json");
 }
 
+json MemoryStoreConfig::to_json() const { return codec::write(*this); }
+Result<MemoryStoreConfig> MemoryStoreConfig::from_json(const json& in) {
+  return read_file_shape<MemoryStoreConfig>(in, "InvalidConfig", "memory_store.json");
+}
+
 Result<AutoResumeConfig> load_auto_resume_config() {
   const char* path = std::getenv("ENDURE_AUTO_RESUME_CONFIG");
   auto text = fs::read_file(path ? path : node::kAutoResumeConfigPath);

@@ -5,6 +5,8 @@
 //   agent.json        endured -> endure-agent         AgentConfig
 //   auto_resume.json  endured -> srun's supervisor, and endure-train's rank 0
 //                                                      AutoResumeConfig
+//   memory_store.json endured -> endure-agent (which runs the node's memory store) and the
+//                     training job (its client)     MemoryStoreConfig
 //   boot.json         the local provider -> endure-agent --boot (a namespace node's init)
 //                                                      LocalBoot
 #pragma once
@@ -61,6 +63,29 @@ struct AgentConfig {
   json to_json() const;
   // InvalidConfig "agent.json: <field>: <rule>" when it is not one.
   static Result<AgentConfig> from_json(const json& in);
+};
+
+// The cluster memory tier on this node (node::kMemoryStoreConfigPath, readable by every user
+// of the node): the share of the node's memory its store holds, the port every node's store
+// listens on at the node's address, and the cluster's credential for every store (no other
+// cluster's job, nor anyone off the cluster, reads or writes them). Absent: the cluster does
+// not enable the tier.
+struct MemoryStoreConfig {
+  static constexpr const char* kName = "MemoryStoreConfig";
+  std::string cluster_name;
+  int memory_percent = 0;  // TieredStorageConfig.InstanceMemoryAllocationPercentage
+  int port = 0;
+  std::string token;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v("ClusterName", s.cluster_name);
+    v("InstanceMemoryAllocationPercentage", s.memory_percent);
+    v("Port", s.port);
+    v("Token", s.token);
+  }
+  json to_json() const;
+  // InvalidConfig "memory_store.json: <field>: <rule>" when it is not one.
+  static Result<MemoryStoreConfig> from_json(const json& in);
 };
 
 // Where srun's auto-resume supervisor and endure-train's rank 0 find endured

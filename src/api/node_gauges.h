@@ -15,6 +15,13 @@ inline constexpr const char* kLocalDiskFreeBytes = "local_disk_free_bytes";
 inline constexpr const char* kFsxProbeSeconds = "fsx_probe_seconds";
 inline constexpr const char* kGpus = "gpus";
 inline constexpr const char* kGpuEccUncorrected = "gpu_ecc_uncorrected";
+// The node's memory store (the cluster memory tier), when the cluster enables it.
+inline constexpr const char* kMemStoreCapacityBytes = "memstore_capacity_bytes";
+inline constexpr const char* kMemStoreUsedBytes = "memstore_used_bytes";
+inline constexpr const char* kMemStorePutBytes = "memstore_put_bytes";
+inline constexpr const char* kMemStoreGetBytes = "memstore_get_bytes";
+inline constexpr const char* kMemStoreRefusedPuts = "memstore_refused_puts";
+inline constexpr const char* kMemStoreEvictedSteps = "memstore_evicted_steps";
 
 struct NodeGauge {
   const char* key;     // in the heartbeat
@@ -35,6 +42,18 @@ inline constexpr std::array kNodeGauges = {
     NodeGauge{kGpus, "endure_node_gpus", "GPUs NVML sees on the node."},
     NodeGauge{kGpuEccUncorrected, "endure_node_gpu_ecc_uncorrected_errors",
               "Uncorrected volatile ECC errors over the node's GPUs, as NVML counts them."},
+    NodeGauge{kMemStoreCapacityBytes, "endure_node_memory_store_capacity_bytes",
+              "The node's memory store's share of its memory (TieredStorageConfig)."},
+    NodeGauge{kMemStoreUsedBytes, "endure_node_memory_store_used_bytes",
+              "Bytes the node's memory store holds, writes under way included."},
+    NodeGauge{kMemStorePutBytes, "endure_node_memory_store_put_bytes",
+              "Bytes saved into the node's memory store since it started (shards and replicas)."},
+    NodeGauge{kMemStoreGetBytes, "endure_node_memory_store_get_bytes",
+              "Bytes read from the node's memory store since it started (restores)."},
+    NodeGauge{kMemStoreRefusedPuts, "endure_node_memory_store_refused_puts",
+              "Saves the node's memory store refused since it started, for want of room."},
+    NodeGauge{kMemStoreEvictedSteps, "endure_node_memory_store_evicted_steps",
+              "Steps the node's memory store dropped for room since it started."},
 };
 
 }  // namespace endure::api::gauge

@@ -334,6 +334,9 @@ Status LocalProvider::terminate(const std::string& cluster_id, const std::string
     ::waitpid(pid, nullptr, WNOHANG);  // reaps it when we are its parent
     if (!process::alive(pid) && !lock_held(dir / "lock")) {
       ::waitpid(pid, nullptr, WNOHANG);  // it may have turned zombie after the first call
+      // The machine's memory goes with it: its memory store's objects too.
+      std::error_code ec;
+      std::filesystem::remove_all(node::kMemoryStoreArenaPrefix + instance_id, ec);
       log::info("local: terminated {} (host pid {})", instance_id, pid);
       return {};
     }

@@ -1,0 +1,41 @@
+// The node's memory store (endure-memstore), kept running by the agent while the cluster
+// enables the memory tier (node::kMemoryStoreConfigPath exists): started at the node's own
+// address, started again a second after it exits, and stopped when the file goes. What
+// it holds is in a tmpfs folder named after this instance, so a restarted store serves it
+// again and a replacement instance (another id) starts empty, as a new machine would.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "api/node_files.h"
+
+namespace endure::agent {
+
+class MemoryStoreSupervisor {
+ public:
+  explicit MemoryStoreSupervisor(const api::AgentConfig& config);
+  ~MemoryStoreSupervisor();  // stops the store
+
+  // Called every round of the agent's loop: starts (or restarts) the store when due.
+  void tick();
+  // The agent reaped `pid`: when it is the store, it is started again after a pause.
+  void exited(int pid, int status);
+
+  // The tmpfs folder of an instance's store.
+  static std::string arena_of(const std::string& instance_id);
+
+  // The store's figures (its /v1/stats) as the heartbeat's gauges (api/node_gauges.h);
+  // nothing when the tier is off or the store does not answer within a second. Safe from
+  // any thread.
+  static void gauges(const std::string& node_name, json& out);
+
+ private:
+  void start();
+  void stop();
+  api::AgentConfig config_;
+  int pid_ = 0;
+  std::chrono::steady_clock::time_point next_start_{};
+};
+
+}  // namespace endure::agent

@@ -1,0 +1,114 @@
+// A node's memory store's objects: each step's shards, descriptors and manifest, kept as
+// files in a tmpfs folder (memory that outlives the store's process, so a restarted store
+// still serves what it held) and counted against the share of the node's memory the cluster
+// gives it. A write lands in a hidden part file and is renamed into place only once every
+// byte is there: a reader, or a store restarted after a SIGKILL, never sees half an object
+// (a restart deletes the part files). Layout: ROOT/<run>/step-<12 digits>/<object>.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "memstore/eviction.h"
+
+namespace endure::memstore {
+
+// The names a store accepts: a run is [A-Za-z0-9._-]{1,128} not starting with a dot; an
+// object is rank-<5 digits>.shard, rank-<5 digits>.json or MANIFEST.json. Errors name the
+// part and the rule.
+Status check_run(const std::string& run);
+Status check_object(const std::string& object);
+
+// What a store has done since it started, and holds now (its /v1/stats and the agent's
+// gauges).
+struct ArenaStats {
+  uint64_t capacity_bytes = 0;
+  uint64_t used_bytes = 0;  // objects held and writes under way
+  uint64_t objects = 0;
+  uint64_t puts = 0, put_bytes = 0;
+  uint64_t gets = 0, get_bytes = 0;
+  uint64_t refused_puts = 0;  // that would not fit even after eviction
+  uint64_t evicted_steps = 0;
+};
+
+class Arena;
+
+// One object being written. Not thread-safe; abandoned (deleted, its room given back)
+// unless commit() is called with every byte written.
+class Put {
+ public:
+  ~Put();
+  Put(const Put&) = delete;
+  Put& operator=(const Put&) = delete;
+  Status write(const void* data, size_t size);
+  // Makes the object visible, replacing one of the same name. REQUIRES: exactly the size
+  // announced was written.
+  Status commit();
+
+ private:
+  friend class Arena;
+  Put(Arena* arena, std::filesystem::path part, std::filesystem::path final, uint64_t size, int fd);
+  Status map();
+  Arena* arena_;
+  std::filesystem::path part_, final_;
+  uint64_t size_ = 0, written_ = 0;
+  int fd_ = -1;
+  char* map_ = nullptr;
+  bool done_ = false;
+};
+
+class Arena {
+ public:
+  // Opens (creating) ROOT, deletes every part file a killed store left, and counts what is
+  // held. Holding more than capacity (a smaller share than before) evicts down to it.
+  static Result<std::unique_ptr<Arena>> open(const std::filesystem::path& root, uint64_t capacity);
+
+  // Reserves room for an object of `size` bytes, evicting old steps (eviction.h) when
+  // needed: "InsufficientStorage" when it cannot fit, ValidationException on bad names.
+  Result<std::unique_ptr<Put>> begin_put(const std::string& run, int64_t step,
+                                         const std::string& object, uint64_t size);
+
+  // The file of an object, when held (readers open it; an eviction then unlinks it under
+  // them, which leaves their open descriptor readable).
+  std::optional<std::filesystem::path> find(const std::string& run, int64_t step,
+                                            const std::string& object);
+  void count_get(uint64_t bytes);
+
+  // A run's steps, oldest first, and the objects of each.
+  struct StepObjects {
+    HeldStep step;
+    std::vector<std::pair<std::string, uint64_t>> objects;  // name, bytes
+  };
+  std::vector<StepObjects> list(const std::string& run);
+
+  // Drops a run (a finished job's flush), or one step of it.
+  Status remove(const std::string& run, std::optional<int64_t> step = std::nullopt);
+
+  ArenaStats stats();
+  const std::filesystem::path& root() const { return root_; }
+
+ private:
+  friend class Put;
+  Arena(std::filesystem::path root, uint64_t capacity) : root_(std::move(root)) {
+    stats_.capacity_bytes = capacity;
+  }
+  std::filesystem::path step_dir(const std::string& run, int64_t step) const;
+  // The steps held, their whole objects' bytes, and the stats' counts brought up to date.
+  std::vector<HeldStep> held_locked();
+  void drop_locked(const HeldStep& s, bool evicted);
+  void finish_put(const Put& put, bool committed);
+
+  std::filesystem::path root_;
+  std::mutex mu_;
+  ArenaStats stats_;
+  uint64_t reserved_ = 0;  // room taken by writes under way
+};
+
+}  // namespace endure::memstore

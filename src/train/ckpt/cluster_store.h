@@ -1,0 +1,66 @@
+// The training side's client of the nodes' memory stores (src/memstore/server.h): the
+// cluster memory tier's transport. One connection per store is kept and reused.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/json.h"
+#include "common/result.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace endure::ckpt {
+
+// A node's store: its Slurm name (what placement speaks of) and where it listens.
+struct StoreAddress {
+  std::string node;
+  std::string address;
+  int port = 0;
+};
+
+class ClusterStoreClient {
+ public:
+  // token: the cluster's credential (memory_store.json's Token).
+  explicit ClusterStoreClient(std::string token, double timeout_seconds = 30);
+  ~ClusterStoreClient();
+
+  // Stores an object (the bytes of [data, data + size)), replacing one of the same name.
+  // "InsufficientStorage" when the store has no room for it.
+  Status put(const StoreAddress& at, const std::string& run, int64_t step, const std::string& object,
+             const void* data, size_t size);
+  // An object's bytes: ResourceNotFound when the store does not hold it.
+  Result<std::string> get(const StoreAddress& at, const std::string& run, int64_t step,
+                          const std::string& object);
+  // An object of exactly `size` bytes, read straight into dest (anything else is an error).
+  Status get_into(const StoreAddress& at, const std::string& run, int64_t step,
+                  const std::string& object, void* dest, size_t size);
+  // The run's steps as the store lists them ({"Steps": [...]}).
+  Result<json> steps(const StoreAddress& at, const std::string& run);
+  Status remove(const StoreAddress& at, const std::string& run,
+                std::optional<int64_t> step = std::nullopt);
+  Result<json> stats(const StoreAddress& at);
+
+ private:
+  // The store's client, made on first use; callers of one store take turns on it.
+  struct Conn;
+  Conn& conn(const StoreAddress& at);
+  std::string token_;
+  double timeout_seconds_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<Conn>> conns_;
+};
+
+// The object names of the memory tier, as in a checkpoint folder (checkpoint.h).
+std::string shard_object(int rank);       // rank-<5 digits>.shard
+std::string descriptor_object(int rank);  // rank-<5 digits>.json
+inline constexpr const char* kManifestObject = "MANIFEST.json";
+
+}  // namespace endure::ckpt
