@@ -97,6 +97,13 @@ Status Put::write(const void* data, size_t size) {
   return Status::Ok();
 }
 
+char* Put::next(size_t* room) {
+  *room = done_ ? 0 : static_cast<size_t>(size_ - written_);
+  return map_ + written_;
+}
+
+void Put::wrote(size_t size) { written_ += std::min<uint64_t>(size, size_ - written_); }
+
 Status Put::commit() {
   if (written_ != size_)
     return invalid(fmt::format("body: {} bytes of the {} announced", written_, size_));

@@ -48,6 +48,10 @@ class Put {
   Put(const Put&) = delete;
   Put& operator=(const Put&) = delete;
   Status write(const void* data, size_t size);
+  // Or, to receive straight into the object: where the next bytes go and how many may
+  // (to the announced size), then how many were put there.
+  char* next(size_t* room);
+  void wrote(size_t size);
   // Makes the object visible, replacing one of the same name. REQUIRES: exactly the size
   // announced was written.
   Status commit();

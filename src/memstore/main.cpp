@@ -6,7 +6,8 @@
 //                   [--memory-mib N | --capacity-bytes N]
 //
 // Its room is InstanceMemoryAllocationPercentage of the node's memory (--memory-mib, else
-// the kernel's MemTotal), or exactly --capacity-bytes. Exit 0 after SIGTERM or SIGINT, 1
+// the kernel's MemTotal), or exactly --capacity-bytes. Its HTTP front listens on the port,
+// its data path on the next one. Exit 0 after SIGTERM or SIGINT, 1
 // when it cannot start, 2 on bad arguments.
 #include <signal.h>
 
@@ -21,6 +22,7 @@
 #include "common/fs.h"
 #include "common/log.h"
 #include "memstore/arena.h"
+#include "memstore/data_server.h"
 #include "memstore/server.h"
 
 namespace {
@@ -91,11 +93,18 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "endure-memstore: %s\n", started.error().message.c_str());
     return 1;
   }
+  // The data path on the next port (data_server.h).
+  endure::memstore::DataServer data(**arena, config->token);
+  if (auto started = data.start(address, server.port() + 1); !started) {
+    std::fprintf(stderr, "endure-memstore: %s\n", started.error().message.c_str());
+    return 1;
+  }
   auto held = (*arena)->stats();
   endure::log::info("memory store of {} on {}:{}: {} bytes of room, {} held in {}", config->cluster_name,
                     address, server.port(), capacity, held.used_bytes, arena_dir);
   int sig = 0;
   sigwait(&stop_signals, &sig);
+  data.stop();
   server.stop();
   return 0;
 }

@@ -1,17 +1,23 @@
 #include "train/ckpt/cluster_store.h"
 
 #include <httplib.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fmt/format.h>
 
 #include "common/error_codes.h"
+#include "common/framed_socket.h"
 
 namespace endure::ckpt {
 
 struct ClusterStoreClient::Conn {
   std::mutex mu;
   httplib::Client client;
+  int data_fd = -1;  // the data path's connection, opened on first use, closed on any error
+  ~Conn() {
+    if (data_fd >= 0) ::close(data_fd);
+  }
   Conn(const StoreAddress& at, double timeout) : client(at.address, at.port) {
     auto sec = static_cast<time_t>(timeout);
     auto usec = static_cast<time_t>((timeout - double(sec)) * 1e6);
@@ -68,19 +74,60 @@ ClusterStoreClient::Conn& ClusterStoreClient::conn(const StoreAddress& at) {
   return *c;
 }
 
+// One request on the data path (memstore/data_server.h): its header, the body to send
+// when putting, and the reply's header, after which a get's bytes follow on the socket.
+Result<json> ClusterStoreClient::data_request(Conn& c, const StoreAddress& at, json header,
+                                              const void* body, size_t body_size) {
+  auto drop = [&](Error e) -> Result<json> {
+    if (c.data_fd >= 0) ::close(c.data_fd);
+    c.data_fd = -1;
+    return e;
+  };
+  for (int attempt = 0;; ++attempt) {
+    bool fresh = c.data_fd < 0;
+    if (fresh) {
+      auto fd = net::connect_tcp(at.address, at.port + 1, timeout_seconds_);
+      if (!fd) return make_error("StoreUnreachable", "memory store " + where(at) + ": " + fd.error().message);
+      c.data_fd = *fd;
+    }
+    header["Token"] = token_;
+    Status sent = net::send_frame(c.data_fd, header);
+    Result<json> reply = sent ? net::recv_frame(c.data_fd) : Result<json>(sent.error());
+    // A kept connection the store closed meanwhile (it restarted, or was idle too long)
+    // fails at its first reply: one new connection is tried.
+    if (!reply && !fresh && attempt == 0) {
+      (void)drop(reply.error());
+      continue;
+    }
+    // A put's body goes once the store has said it holds the room for it.
+    if (reply && reply->value("Ok", false) && header["Op"] == "Put") {
+      sent = net::send_all(c.data_fd, body, body_size);
+      reply = sent ? net::recv_frame(c.data_fd) : Result<json>(sent.error());
+    }
+    if (!reply) {
+      return drop(make_error("StoreUnreachable", "memory store " + where(at) + ": " + reply.error().message));
+    }
+    if (!reply->value("Ok", false)) {
+      Error refused = make_error(reply->value("__type", std::string("StoreError")),
+                                 "memory store " + where(at) + ": " + reply->value("message", std::string()));
+      // After these the store keeps the connection (data_server.h); after others it closes it.
+      if (refused.code == "InsufficientStorage" || refused.code == errors::kValidationException ||
+          refused.code == errors::kResourceNotFound)
+        return refused;
+      return drop(refused);
+    }
+    return reply;
+  }
+}
+
 Status ClusterStoreClient::put(const StoreAddress& at, const std::string& run, int64_t step,
                                const std::string& object, const void* data, size_t size) {
   auto& c = conn(at);
   std::lock_guard lock(c.mu);
-  auto* bytes = static_cast<const char*>(data);
-  // The caller's memory is sent as it is, a window at a time: no copy of a shard is made.
-  auto r = c.client.Put(
-      object_path(run, step, object), size,
-      [bytes](size_t offset, size_t length, httplib::DataSink& sink) {
-        return sink.write(bytes + offset, std::min<size_t>(length, 4u << 20));
-      },
-      "application/octet-stream");
-  if (!ok(r)) return reply_error(at, r);
+  // The caller's memory is sent as it is: no copy of a shard is made.
+  auto reply = data_request(
+      c, at, {{"Op", "Put"}, {"Run", run}, {"Step", step}, {"Object", object}, {"Bytes", size}}, data, size);
+  if (!reply) return reply.error();
   return Status::Ok();
 }
 
@@ -88,37 +135,36 @@ Result<std::string> ClusterStoreClient::get(const StoreAddress& at, const std::s
                                             const std::string& object) {
   auto& c = conn(at);
   std::lock_guard lock(c.mu);
-  auto r = c.client.Get(object_path(run, step, object));
-  if (!ok(r)) return reply_error(at, r);
-  return std::move(r->body);
+  auto reply = data_request(c, at, {{"Op", "Get"}, {"Run", run}, {"Step", step}, {"Object", object}});
+  if (!reply) return reply.error();
+  std::string bytes(reply->value("Bytes", uint64_t{0}), '\0');
+  if (auto got = net::recv_all(c.data_fd, bytes.data(), bytes.size()); !got) {
+    ::close(c.data_fd);
+    c.data_fd = -1;
+    return make_error("StoreUnreachable", "memory store " + where(at) + ": " + got.error().message);
+  }
+  return bytes;
 }
 
 Status ClusterStoreClient::get_into(const StoreAddress& at, const std::string& run, int64_t step,
                                     const std::string& object, void* dest, size_t size) {
   auto& c = conn(at);
   std::lock_guard lock(c.mu);
-  size_t got = 0;
-  bool too_long = false, status_ok = false;
-  std::string error_body;  // a refusal's JSON, which goes nowhere near dest
-  auto* out = static_cast<char*>(dest);
-  auto r = c.client.Get(
-      object_path(run, step, object), httplib::Headers{},
-      [&](const httplib::Response& res) {
-        status_ok = res.status >= 200 && res.status < 300;
-        return true;
-      },
-      [&](const char* data, size_t n) {
-        if (!status_ok) return error_body.append(data, n), true;
-        if (got + n > size) return !(too_long = true);
-        std::memcpy(out + got, data, n);
-        got += n;
-        return true;
-      });
-  if (!too_long && !r) return reply_error(at, r);
-  if (!too_long && !status_ok) return refusal(at, r->status, error_body);
-  if (too_long || got != size)
-    return make_error("ShardSize", fmt::format("memory store {}: {} step {} {} is not {} bytes", where(at),
-                                               run, step, object, size));
+  auto reply = data_request(c, at, {{"Op", "Get"}, {"Run", run}, {"Step", step}, {"Object", object}});
+  if (!reply) return reply.error();
+  uint64_t bytes = reply->value("Bytes", uint64_t{0});
+  if (bytes != size) {
+    // The object's bytes are on their way: the connection is given up, not read through.
+    ::close(c.data_fd);
+    c.data_fd = -1;
+    return make_error("ShardSize", fmt::format("memory store {}: {} step {} {} is {} bytes, not {}", where(at),
+                                               run, step, object, bytes, size));
+  }
+  if (auto got = net::recv_all(c.data_fd, dest, size); !got) {
+    ::close(c.data_fd);
+    c.data_fd = -1;
+    return make_error("StoreUnreachable", "memory store " + where(at) + ": " + got.error().message);
+  }
   return Status::Ok();
 }
 

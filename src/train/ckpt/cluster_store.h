@@ -1,5 +1,7 @@
-// The training side's client of the nodes' memory stores (src/memstore/server.h): the
-// cluster memory tier's transport. One connection per store is kept and reused.
+// The training side's client of the nodes' memory stores: the cluster memory tier's
+// transport. Objects go and come over each store's data path (memstore/data_server.h, the
+// HTTP port + 1); listings, removals and figures over its HTTP front (memstore/server.h).
+// One connection of each kind per store is kept and reused; calls to one store take turns.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,8 @@ class Client;
 
 namespace endure::ckpt {
 
-// A node's store: its Slurm name (what placement speaks of) and where it listens.
+// A node's store: its Slurm name (what placement speaks of) and where it listens (its HTTP
+// port; the data path is on the next one).
 struct StoreAddress {
   std::string node;
   std::string address;
@@ -52,6 +55,8 @@ class ClusterStoreClient {
   // The store's client, made on first use; callers of one store take turns on it.
   struct Conn;
   Conn& conn(const StoreAddress& at);
+  Result<json> data_request(Conn& c, const StoreAddress& at, json header, const void* body = nullptr,
+                            size_t body_size = 0);
   std::string token_;
   double timeout_seconds_;
   std::mutex mu_;

@@ -26,9 +26,9 @@ namespace sfs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 // Each test's own folder, named for this suite.
-class TempDir : public test::TempDir {
+class DeepTestDir : public test::TempDir {
  public:
-  TempDir() : test::TempDir("endure-deep-test") { EXPECT_TRUE(ok()); }
+  DeepTestDir() : test::TempDir("endure-deep-test") { EXPECT_TRUE(ok()); }
 };
 
 // Starts server on address at the first port from 15500 that binds; -1 when none does.
@@ -128,7 +128,7 @@ TEST(DeepMemory, FailsOnBandwidthBelowTheMinimum) {
 }
 
 TEST(DeepDisk, RoundTripPassesAndRemovesItsFile) {
-  TempDir dir;
+  DeepTestDir dir;
   DeepCheckOptions o = fast_options();
   o.local_path = dir.str();
   DeepResult r = disk_check(o);
@@ -143,7 +143,7 @@ TEST(DeepDisk, RoundTripPassesAndRemovesItsFile) {
 }
 
 TEST(DeepDisk, MissingFolderFailsWithTheReason) {
-  TempDir dir;
+  DeepTestDir dir;
   DeepCheckOptions o = fast_options();
   o.local_path = dir.str() + "/absent";
   DeepResult r = disk_check(o);
@@ -153,7 +153,7 @@ TEST(DeepDisk, MissingFolderFailsWithTheReason) {
 }
 
 TEST(DeepDisk, FailsOnBandwidthBelowTheMinimumAndRemovesItsFile) {
-  TempDir dir;
+  DeepTestDir dir;
   DeepCheckOptions o = fast_options();
   o.local_path = dir.str();
   o.min_disk_mbps = 1e9;
@@ -254,7 +254,7 @@ TEST(DeepNetworkServer, ChecksLeaveNoThreadsOrDescriptors) {
   long fds = entries("/proc/self/fd");
   long threads = entries("/proc/self/task");
   {
-    TempDir dir;
+    DeepTestDir dir;
     DeepCheckOptions o = fast_options();
     o.local_path = dir.str();
     o.cpu_seconds = 0.05;

@@ -1,12 +1,18 @@
-// A memory store served over real HTTP on loopback, reached with the training side's client
-// (train/ckpt/cluster_store.h): objects round-trip byte for byte, a stranger's token gets
-// nothing and changes nothing, a full store says so, a stopped one is unreachable.
+// A memory store served on loopback, its HTTP front and its data path, reached with the
+// training side's client (train/ckpt/cluster_store.h): objects round-trip byte for byte, a
+// stranger's token gets nothing and changes nothing, a full store says so and the client
+// goes on, a store restarted between calls is reconnected to, a stopped one is unreachable.
 #include "memstore/server.h"
+#include "memstore/data_server.h"
 
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <numeric>
 
+#include "common/framed_socket.h"
 #include "support/temp_dir.h"
 #include "train/ckpt/cluster_store.h"
 
@@ -22,13 +28,21 @@ class StoreServerTest : public ::testing::Test {
     auto arena = Arena::open(dir_.path(), 64u << 20);
     ASSERT_TRUE(arena);
     arena_ = std::move(*arena);
-    server_ = std::make_unique<StoreServer>(*arena_, "cluster-secret");
-    ASSERT_TRUE(server_->start("127.0.0.1", 0));
+    // The HTTP front on a free port and the data path on the next, as endure-memstore
+    // listens; another free port is tried while the next one is taken.
+    for (int attempt = 0; attempt < 20 && !data_; ++attempt) {
+      server_ = std::make_unique<StoreServer>(*arena_, "cluster-secret");
+      ASSERT_TRUE(server_->start("127.0.0.1", 0));
+      auto data = std::make_unique<DataServer>(*arena_, "cluster-secret");
+      if (data->start("127.0.0.1", server_->port() + 1)) data_ = std::move(data);
+    }
+    ASSERT_TRUE(data_);
     at_ = {"node-1", "127.0.0.1", server_->port()};
   }
   test::TempDir dir_{"endure-store-server-test"};
   std::unique_ptr<Arena> arena_;
   std::unique_ptr<StoreServer> server_;
+  std::unique_ptr<DataServer> data_;
   StoreAddress at_;
 };
 
@@ -113,7 +127,7 @@ TEST_F(StoreServerTest, AFullStoreRefusesAndStatsCountIt) {
   auto refused = client.put(at_, "run-1", 2, "rank-00000.shard", big.data(), big.size());
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code, "InsufficientStorage");
-  // The connection is still good after a refusal.
+  // The client goes on after a refusal (the store closed that connection).
   std::string manifest = "{}";
   ASSERT_TRUE(client.put(at_, "run-1", 1, "MANIFEST.json", manifest.data(), manifest.size()));
   auto stats = client.stats(at_);
@@ -123,7 +137,34 @@ TEST_F(StoreServerTest, AFullStoreRefusesAndStatsCountIt) {
   EXPECT_EQ((*stats)["UsedBytes"], big.size() + 2);
 }
 
+TEST_F(StoreServerTest, AStoreRestartedBetweenCallsIsReconnectedTo) {
+  ClusterStoreClient client("cluster-secret");
+  std::string bytes = "step one";
+  ASSERT_TRUE(client.put(at_, "run-1", 1, "rank-00000.shard", bytes.data(), bytes.size()));
+  data_->stop();
+  data_ = std::make_unique<DataServer>(*arena_, "cluster-secret");
+  ASSERT_TRUE(data_->start("127.0.0.1", server_->port() + 1));
+  auto got = client.get(at_, "run-1", 1, "rank-00000.shard");
+  ASSERT_TRUE(got) << got.error().message;
+  EXPECT_EQ(*got, bytes);
+}
+
+TEST_F(StoreServerTest, AStrangerOnTheDataPathLearnsNothing) {
+  auto fd = net::connect_tcp("127.0.0.1", server_->port() + 1, 5);
+  ASSERT_TRUE(fd);
+  ASSERT_TRUE(net::send_frame(*fd, {{"Op", "Get"}, {"Token", "guess"}, {"Run", "run-1"}, {"Step", 1},
+                                    {"Object", "rank-00000.shard"}}));
+  auto reply = net::recv_frame(*fd);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ((*reply)["Ok"], false);
+  EXPECT_EQ((*reply)["__type"], "Unauthorized");
+  char byte;
+  EXPECT_EQ(::recv(*fd, &byte, 1, 0), 0);  // and the store hung up
+  ::close(*fd);
+}
+
 TEST_F(StoreServerTest, AStoppedStoreIsUnreachable) {
+  data_->stop();
   server_->stop();
   ClusterStoreClient client("cluster-secret", 2);
   auto got = client.get(at_, "run-1", 1, "rank-00000.shard");
