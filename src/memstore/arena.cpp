@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 #include <random>
 
+#include "common/error_codes.h"
 #include "common/fs.h"
 #include "common/log.h"
 
@@ -19,6 +21,9 @@ namespace fsys = std::filesystem;
 namespace {
 
 constexpr const char* kPartMark = ".part-";
+constexpr const char* kPoolDir = ".pool";
+// Smaller objects (descriptors, manifests) are not worth keeping the pages of.
+constexpr uint64_t kPoolMinBytes = 1u << 20;
 
 bool is_part(const fsys::path& p) { return p.filename().string().find(kPartMark) != std::string::npos; }
 
@@ -76,6 +81,8 @@ Put::~Put() {
 }
 
 Status Put::map() {
+  // A reused file may be longer (its tail's pages go back) or shorter.
+  if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) return fs::io_error("size", part_);
   if (size_ == 0) return Status::Ok();
   // The object's pages, taken at once (ENOSPC now rather than SIGBUS later), written into
   // with a copy each: a network read's small pieces cost no system call each.
@@ -83,7 +90,7 @@ Status Put::map() {
     errno = err;
     return fs::io_error("allocate", part_);
   }
-  void* p = ::mmap(nullptr, size_, PROT_WRITE, MAP_SHARED, fd_, 0);
+  void* p = ::mmap(nullptr, size_, PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd_, 0);
   if (p == MAP_FAILED) return fs::io_error("map", part_);
   map_ = static_cast<char*>(p);
   return Status::Ok();
@@ -122,6 +129,7 @@ Result<std::unique_ptr<Arena>> Arena::open(const fsys::path& root, uint64_t capa
   if (auto made = fs::make_dirs(root, 0700); !made) return made.error();
   std::unique_ptr<Arena> arena(new Arena(root, capacity));
   std::error_code ec;
+  fsys::remove_all(root / kPoolDir, ec);  // a pool is this process's alone
   std::vector<fsys::path> parts;
   for (auto it = fsys::recursive_directory_iterator(root, ec); !ec && it != fsys::end(it); it.increment(ec))
     if (it->is_regular_file() && is_part(it->path())) parts.push_back(it->path());
@@ -132,6 +140,10 @@ Result<std::unique_ptr<Arena>> Arena::open(const fsys::path& root, uint64_t capa
   if (arena->stats_.used_bytes > capacity) {
     auto drops = evict_for(held, arena->stats_.used_bytes, capacity, 0);
     for (const auto& s : drops.value_or(std::vector<HeldStep>{})) arena->drop_locked(s, true);
+    // Down to the room given: nothing pooled either.
+    for (const auto& [size, file] : arena->pool_) fsys::remove(file, ec);
+    arena->pool_.clear();
+    arena->pool_bytes_ = 0;
     arena->held_locked();
   }
   return arena;
@@ -165,10 +177,38 @@ std::vector<HeldStep> Arena::held_locked() {
     }
   }
   stats_.objects = objects;
-  uint64_t used = reserved_;
+  stats_.pool_bytes = pool_bytes_;
+  uint64_t used = reserved_ + pool_bytes_;
   for (const auto& h : held) used += h.bytes;
   stats_.used_bytes = used;
   return held;
+}
+
+void Arena::recycle_locked(const fsys::path& file, uint64_t size) {
+  std::error_code ec;
+  if (size >= kPoolMinBytes && !readers_.count(file.string())) {
+    auto pooled = root_ / kPoolDir / std::to_string(pool_names_++);
+    fsys::create_directories(pooled.parent_path(), ec);
+    if (::rename(file.c_str(), pooled.c_str()) == 0) {
+      pool_.emplace(size, pooled);
+      pool_bytes_ += size;
+      return;
+    }
+  }
+  fsys::remove(file, ec);
+}
+
+bool Arena::reuse_locked(const fsys::path& part, uint64_t size) {
+  auto it = pool_.lower_bound(size);
+  if (it == pool_.end() || size < kPoolMinBytes) return false;
+  bool moved = ::rename(it->second.c_str(), part.c_str()) == 0;
+  if (!moved) {
+    std::error_code ec;
+    fsys::remove(it->second, ec);
+  }
+  pool_bytes_ -= it->first;
+  pool_.erase(it);
+  return moved;
 }
 
 void Arena::drop_locked(const HeldStep& s, bool evicted) {
@@ -181,7 +221,9 @@ void Arena::drop_locked(const HeldStep& s, bool evicted) {
     if (is_part(obj.path())) continue;
     std::error_code ec2;
     auto size = obj.file_size(ec2);
-    if (!ec2 && fsys::remove(obj.path(), ec2)) freed += size;
+    if (ec2) continue;
+    recycle_locked(obj.path(), size);
+    freed += size;
   }
   fsys::remove(dir, ec);  // fails (kept) while a part file is in it
   if (!evicted) return;
@@ -196,21 +238,33 @@ Result<std::unique_ptr<Put>> Arena::begin_put(const std::string& run, int64_t st
   if (step < 0) return invalid("step: must be 0 or more");
   std::unique_lock lock(mu_);
   auto held = held_locked();
-  auto drops = evict_for(held, stats_.used_bytes, stats_.capacity_bytes, size);
+  // The pool is room to be had at once: eviction is judged as if it were free.
+  auto drops = evict_for(held, stats_.used_bytes - pool_bytes_, stats_.capacity_bytes, size);
   if (!drops) {
     ++stats_.refused_puts;
     return make_error("InsufficientStorage",
                       fmt::format("memory store: {} step {} {} ({} bytes) does not fit: {} of {} bytes "
                                   "held by steps that must stay",
-                                  run, step, object, size, stats_.used_bytes, stats_.capacity_bytes));
+                                  run, step, object, size, stats_.used_bytes - pool_bytes_,
+                                  stats_.capacity_bytes));
   }
   for (const auto& s : *drops) drop_locked(s, true);
-  if (!drops->empty()) held_locked();
   auto dir = step_dir(run, step);
   if (auto made = fs::make_dirs(dir, 0700); !made) return made.error();
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   auto part = dir / fmt::format(".{}{}{:016x}", object, kPartMark, rng());
-  int fd = ::open(part.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  bool reused = reuse_locked(part, size);
+  held_locked();
+  // What the pool holds beyond the room left goes, largest first.
+  while (!pool_.empty() && stats_.used_bytes + size > stats_.capacity_bytes) {
+    auto largest = std::prev(pool_.end());
+    std::error_code ec;
+    fsys::remove(largest->second, ec);
+    pool_bytes_ -= largest->first;
+    stats_.used_bytes -= largest->first;
+    pool_.erase(largest);
+  }
+  int fd = ::open(part.c_str(), O_RDWR | O_CREAT | (reused ? 0 : O_EXCL) | O_CLOEXEC, 0600);
   if (fd < 0) return fs::io_error("create", part);
   reserved_ += size;
   stats_.used_bytes += size;
@@ -231,12 +285,28 @@ void Arena::finish_put(const Put& put, bool committed) {
   held_locked();
 }
 
-std::optional<fsys::path> Arena::find(const std::string& run, int64_t step, const std::string& object) {
-  if (!check_run(run) || !check_object(object) || step < 0) return std::nullopt;
+Arena::Reading::~Reading() {
+  ::close(fd_);
+  std::lock_guard lock(arena_->mu_);
+  if (--arena_->readers_[path_] == 0) arena_->readers_.erase(path_);
+}
+
+Result<std::unique_ptr<Arena::Reading>> Arena::open_object(const std::string& run, int64_t step,
+                                                          const std::string& object) {
+  auto missing = [&] {
+    return make_error(errors::kResourceNotFound, fmt::format("no such object: {} step {} {}", run, step, object));
+  };
+  if (!check_run(run) || !check_object(object) || step < 0) return missing();
   auto path = step_dir(run, step) / object;
-  std::error_code ec;
-  if (!fsys::is_regular_file(path, ec)) return std::nullopt;
-  return path;
+  std::lock_guard lock(mu_);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    if (fd >= 0) ::close(fd);
+    return missing();
+  }
+  ++readers_[path.string()];
+  return std::unique_ptr<Reading>(new Reading(this, path.string(), fd, static_cast<uint64_t>(st.st_size)));
 }
 
 void Arena::count_get(uint64_t bytes) {

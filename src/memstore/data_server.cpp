@@ -140,20 +140,11 @@ bool DataServer::handle(int fd) {
   }
 
   if (op == "Get") {
-    auto path = arena_.find(run, step, object);
-    int file = path ? ::open(path->c_str(), O_RDONLY | O_CLOEXEC) : -1;
-    struct stat st{};
-    if (file < 0 || ::fstat(file, &st) != 0) {
-      if (file >= 0) ::close(file);
-      return net::send_frame(fd, refusal(make_error(errors::kResourceNotFound,
-                                                    fmt::format("no such object: {} step {} {}", run, step, object))))
-          .ok();
-    }
-    // Opened: an eviction from now on unlinks the name, never the bytes being sent.
-    uint64_t size = static_cast<uint64_t>(st.st_size);
+    auto reading = arena_.open_object(run, step, object);
+    if (!reading) return net::send_frame(fd, refusal(reading.error())).ok();
+    uint64_t size = (*reading)->size();
     bool sent = net::send_frame(fd, {{"Ok", true}, {"Bytes", size}}).ok() &&
-                net::send_file(fd, file, 0, size).ok();
-    ::close(file);
+                net::send_file(fd, (*reading)->fd(), 0, size).ok();
     if (sent) arena_.count_get(size);
     return sent;
   }

@@ -38,14 +38,6 @@ bool authorized(const httplib::Request& req, const std::string& token) {
   return header.rfind(prefix, 0) == 0 && ids::same_secret(header.substr(prefix.size()), token);
 }
 
-// An open object being sent, closed when the reply is done.
-struct OpenFile {
-  int fd = -1;
-  ~OpenFile() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 }  // namespace
 
 StoreServer::StoreServer(Arena& arena, std::string token)
@@ -87,19 +79,15 @@ void StoreServer::routes() {
   });
 
   s.Get(kObjectPath, [this](const httplib::Request& req, httplib::Response& res) {
-    auto path = arena_.find(req.matches[1], std::stoll(req.matches[2]), req.matches[3]);
-    auto file = std::make_shared<OpenFile>();
-    if (path) file->fd = ::open(path->c_str(), O_RDONLY | O_CLOEXEC);
-    struct stat st{};
-    if (file->fd < 0 || ::fstat(file->fd, &st) != 0)
-      return reply_error(res, make_error(kResourceNotFound, "no such object: " + req.path));
-    // Opened: an eviction from now on unlinks the name, never the bytes being sent.
-    uint64_t size = static_cast<uint64_t>(st.st_size);
+    auto opened = arena_.open_object(req.matches[1], std::stoll(req.matches[2]), req.matches[3]);
+    if (!opened) return reply_error(res, opened.error());
+    std::shared_ptr<Arena::Reading> reading = std::move(*opened);
+    uint64_t size = reading->size();
     arena_.count_get(size);
     res.set_content_provider(size, "application/octet-stream",
-                             [file](size_t offset, size_t length, httplib::DataSink& sink) {
+                             [reading](size_t offset, size_t length, httplib::DataSink& sink) {
                                std::vector<char> buf(std::min(length, kReadChunk));
-                               ssize_t n = ::pread(file->fd, buf.data(), buf.size(),
+                               ssize_t n = ::pread(reading->fd(), buf.data(), buf.size(),
                                                    static_cast<off_t>(offset));
                                if (n <= 0) return false;
                                return sink.write(buf.data(), static_cast<size_t>(n));
@@ -130,6 +118,7 @@ void StoreServer::routes() {
     auto st = arena_.stats();
     res.set_content(json{{"CapacityBytes", st.capacity_bytes},
                          {"UsedBytes", st.used_bytes},
+                         {"PoolBytes", st.pool_bytes},
                          {"Objects", st.objects},
                          {"Puts", st.puts},
                          {"PutBytes", st.put_bytes},

@@ -4,6 +4,7 @@
 #include "memstore/arena.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -32,15 +33,15 @@ TEST_F(ArenaTest, AnObjectAppearsOnlyOnceWhole) {
   auto p = (*arena)->begin_put("run-1", 5, "rank-00000.shard", 100);
   ASSERT_TRUE(p);
   ASSERT_TRUE((*p)->write(std::string(60, 'a').data(), 60));
-  EXPECT_FALSE((*arena)->find("run-1", 5, "rank-00000.shard"));
+  EXPECT_FALSE((*arena)->open_object("run-1", 5, "rank-00000.shard"));
   EXPECT_EQ((*arena)->stats().used_bytes, 100u);  // reserved
   auto early = (*p)->commit();
   ASSERT_FALSE(early);  // 60 of 100 bytes
   ASSERT_TRUE((*p)->write(std::string(40, 'b').data(), 40));
   ASSERT_TRUE((*p)->commit());
-  auto path = (*arena)->find("run-1", 5, "rank-00000.shard");
+  auto path = (*arena)->open_object("run-1", 5, "rank-00000.shard");
   ASSERT_TRUE(path);
-  EXPECT_EQ(std::filesystem::file_size(*path), 100u);
+  EXPECT_EQ((*path)->size(), 100u);
   EXPECT_EQ((*arena)->stats().used_bytes, 100u);
   EXPECT_EQ((*arena)->stats().objects, 1u);
 }
@@ -81,7 +82,55 @@ TEST_F(ArenaTest, FullStoreEvictsOldStepsAndRefusesWhatCannotFit) {
   EXPECT_EQ(refused.error().code, "InsufficientStorage");
   EXPECT_EQ((*arena)->stats().refused_puts, 1u);
   EXPECT_LE((*arena)->stats().used_bytes, 1000u);
-  EXPECT_TRUE((*arena)->find("run-1", 3, "rank-00000.shard"));
+  EXPECT_TRUE((*arena)->open_object("run-1", 3, "rank-00000.shard"));
+}
+
+TEST_F(ArenaTest, AnEvictedShardsPagesTakeTheNextShard) {
+  const uint64_t mib = 1u << 20;
+  auto arena = Arena::open(dir_.path(), 10 * mib);
+  ASSERT_TRUE(arena);
+  for (int s = 1; s <= 3; ++s) {
+    ASSERT_TRUE(put(**arena, "run-1", s, "rank-00000.shard", 3 * mib));
+    ASSERT_TRUE(put(**arena, "run-1", s, "MANIFEST.json", 10));
+  }
+  // Step 4 evicts step 1, whose shard's pages step 4's shard is written into.
+  ASSERT_TRUE(put(**arena, "run-1", 4, "rank-00000.shard", 3 * mib));
+  auto st = (*arena)->stats();
+  EXPECT_EQ(st.evicted_steps, 1u);
+  EXPECT_EQ(st.pool_bytes, 0u);
+  EXPECT_EQ(st.used_bytes, 9 * mib + 20);
+  // A smaller shard takes a bigger file, its tail given back.
+  ASSERT_TRUE(put(**arena, "run-1", 4, "MANIFEST.json", 10));
+  ASSERT_TRUE(put(**arena, "run-1", 5, "rank-00000.shard", 2 * mib));
+  st = (*arena)->stats();
+  EXPECT_EQ(st.pool_bytes, 0u);
+  EXPECT_EQ(st.used_bytes, 8 * mib + 20);
+  auto reading = (*arena)->open_object("run-1", 5, "rank-00000.shard");
+  ASSERT_TRUE(reading);
+  EXPECT_EQ((*reading)->size(), 2 * mib);
+}
+
+TEST_F(ArenaTest, AShardBeingReadIsNeverWrittenOver) {
+  const uint64_t mib = 1u << 20;
+  auto arena = Arena::open(dir_.path(), 7 * mib);
+  ASSERT_TRUE(arena);
+  auto put_byte = [&](int64_t step, char byte) {
+    auto p = (*arena)->begin_put("run-1", step, "rank-00000.shard", 3 * mib);
+    ASSERT_TRUE(p);
+    std::string bytes(3 * mib, byte);
+    ASSERT_TRUE((*p)->write(bytes.data(), bytes.size()));
+    ASSERT_TRUE((*p)->commit());
+    ASSERT_TRUE(put(**arena, "run-1", step, "MANIFEST.json", 1));
+  };
+  put_byte(1, 'a');
+  put_byte(2, 'b');
+  auto reading = (*arena)->open_object("run-1", 1, "rank-00000.shard");
+  ASSERT_TRUE(reading);
+  put_byte(3, 'c');  // evicts step 1 while it is read: its file is unlinked, not reused
+  EXPECT_FALSE((*arena)->open_object("run-1", 1, "rank-00000.shard"));
+  std::string back(3 * mib, '\0');
+  ASSERT_EQ(::pread((*reading)->fd(), back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
+  EXPECT_EQ(back, std::string(3 * mib, 'a'));
 }
 
 TEST_F(ArenaTest, ReplacingAnObjectCountsItOnce) {
@@ -104,7 +153,7 @@ TEST_F(ArenaTest, ARestartDropsHalfWrittenObjectsAndKeepsWholeOnes) {
   std::ofstream(dir_.path() / "run-1" / "step-000000000008" / ".rank-00000.shard.part-00ff") << "half";
   auto arena = Arena::open(dir_.path(), 1000);
   ASSERT_TRUE(arena);
-  EXPECT_TRUE((*arena)->find("run-1", 7, "rank-00000.shard"));
+  EXPECT_TRUE((*arena)->open_object("run-1", 7, "rank-00000.shard"));
   EXPECT_FALSE(std::filesystem::exists(dir_.path() / "run-1" / "step-000000000008" /
                                        ".rank-00000.shard.part-00ff"));
   EXPECT_EQ((*arena)->stats().used_bytes, 220u);
@@ -125,7 +174,7 @@ TEST_F(ArenaTest, ASmallerShareOnRestartEvictsDownToIt) {
   auto arena = Arena::open(dir_.path(), 300);
   ASSERT_TRUE(arena);
   EXPECT_LE((*arena)->stats().used_bytes, 300u);
-  EXPECT_TRUE((*arena)->find("run-1", 3, "rank-00000.shard"));
+  EXPECT_TRUE((*arena)->open_object("run-1", 3, "rank-00000.shard"));
 }
 
 TEST_F(ArenaTest, BadNamesAreRefusedNamingTheRule) {
