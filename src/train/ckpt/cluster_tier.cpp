@@ -1,0 +1,130 @@
+#include "train/ckpt/cluster_tier.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <set>
+#include <thread>
+
+namespace endure::ckpt {
+
+ClusterTier::ClusterTier(Options options)
+    : options_(std::move(options)), client_(options_.config.token, options_.timeout_seconds) {}
+
+std::vector<std::string> ClusterTier::holders(int rank) const {
+  const std::string& own = options_.rank_nodes.at(static_cast<size_t>(rank));
+  std::vector<std::string> out = {own};
+  for (auto& peer : replica_nodes(options_.config.nodes, own, options_.replicas)) out.push_back(peer);
+  return out;
+}
+
+std::vector<Candidate> ClusterTier::candidates(int rank) const {
+  auto h = holders(rank);
+  return restore_order(h.front(), std::vector<std::string>(h.begin() + 1, h.end()), "", "");
+}
+
+Result<std::vector<std::string>> ClusterTier::save(int64_t step, const void* shard, size_t size,
+                                                   const std::string& descriptor) {
+  auto h = holders(options_.rank);
+  // Every copy at once: the replicas' network transfers overlap each other and the own copy.
+  std::vector<Status> done(h.size());
+  std::vector<std::thread> sending;
+  for (size_t i = 0; i < h.size(); ++i)
+    sending.emplace_back([&, i] {
+      done[i] = client_.put(store(h[i]), options_.run, step, shard_object(options_.rank), shard, size);
+      if (done[i])
+        done[i] = client_.put(store(h[i]), options_.run, step, descriptor_object(options_.rank),
+                              descriptor.data(), descriptor.size());
+    });
+  for (auto& t : sending) t.join();
+  std::vector<std::string> held;
+  std::string why;
+  for (size_t i = 0; i < h.size(); ++i) {
+    if (done[i]) held.push_back(h[i]);
+    else why += (why.empty() ? "" : "; ") + done[i].error().message;
+  }
+  if (held.empty())
+    return make_error("NoCopy", fmt::format("memory tier step {} rank {}: no store took the shard: {}", step,
+                                            options_.rank, why));
+  return held;
+}
+
+Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const std::string& manifest,
+                                                     double timeout_seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  std::set<int> waiting;
+  for (int r = 0; r < options_.world; ++r) waiting.insert(r);
+  const std::string want_step = std::to_string(step);
+  while (!waiting.empty()) {
+    // One listing per store: which ranks' descriptors of the step it has.
+    std::map<std::string, std::set<std::string>> objects;
+    for (const auto& [node, at] : options_.config.stores) {
+      auto listed = client_.steps(at, options_.run);
+      if (!listed) continue;
+      for (const auto& s : (*listed)["Steps"])
+        if (s.value("Step", int64_t{-1}) == step)
+          for (const auto& o : s["Objects"]) objects[node].insert(o.value("Name", ""));
+    }
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      bool whole = true;
+      for (const auto& node : holders(*it)) whole = whole && objects[node].count(descriptor_object(*it));
+      it = whole ? waiting.erase(it) : std::next(it);
+    }
+    if (waiting.empty()) break;
+    if (std::chrono::steady_clock::now() > deadline)
+      return make_error("CommitTimeout",
+                        fmt::format("memory tier step {}: rank {} ({} ranks in all) is not in every store it "
+                                    "goes to (one refused it, or is down)",
+                                    step, *waiting.begin(), waiting.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::vector<std::string> written;
+  for (const auto& [node, at] : options_.config.stores)
+    if (client_.put(at, options_.run, step, kManifestObject, manifest.data(), manifest.size()))
+      written.push_back(node);
+  if (written.empty())
+    return make_error("NoCopy", fmt::format("memory tier step {}: no store took the manifest", step));
+  return written;
+}
+
+std::optional<std::pair<int64_t, std::string>> ClusterTier::newest_committed() {
+  int64_t newest = -1;
+  std::string holder;
+  for (const auto& [node, at] : options_.config.stores) {
+    auto listed = client_.steps(at, options_.run);
+    if (!listed) continue;
+    for (const auto& s : (*listed)["Steps"])
+      if (s.value("Complete", false) && s.value("Step", int64_t{-1}) > newest) {
+        newest = s.value("Step", int64_t{-1});
+        holder = node;
+      }
+  }
+  if (newest < 0) return std::nullopt;
+  auto text = client_.get(store(holder), options_.run, newest, kManifestObject);
+  if (!text) return std::nullopt;
+  return std::make_pair(newest, std::move(*text));
+}
+
+Result<FirstGood<std::string>> ClusterTier::read_descriptor(
+    int64_t step, int rank, const std::function<Status(const std::string&)>& check) {
+  std::function<Result<std::string>(const Candidate&)> read = [&](const Candidate& c) -> Result<std::string> {
+    auto text = client_.get(store(c.where), options_.run, step, descriptor_object(rank));
+    if (!text) return text.error();
+    if (auto ok = check(*text); !ok) return ok.error();
+    return text;
+  };
+  return restore_first(candidates(rank), read);
+}
+
+Result<FirstGood<bool>> ClusterTier::read_shard(int64_t step, int rank, void* dest, size_t size,
+                                                const std::function<Status(const void*, size_t)>& verify) {
+  std::function<Result<bool>(const Candidate&)> read = [&](const Candidate& c) -> Result<bool> {
+    if (auto got = client_.get_into(store(c.where), options_.run, step, shard_object(rank), dest, size); !got)
+      return got.error();
+    if (auto ok = verify(dest, size); !ok) return ok.error();
+    return true;
+  };
+  return restore_first(candidates(rank), read);
+}
+
+}  // namespace endure::ckpt
