@@ -30,10 +30,6 @@ struct ClusterStoreClient::Conn {
 
 namespace {
 
-std::string object_path(const std::string& run, int64_t step, const std::string& object) {
-  return fmt::format("/v1/runs/{}/steps/{}/{}", run, step, object);
-}
-
 std::string where(const StoreAddress& at) { return fmt::format("{} ({}:{})", at.node, at.address, at.port); }
 
 // A refusal (status and body) as an Error naming the store.
