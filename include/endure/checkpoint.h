@@ -81,6 +81,23 @@ struct Options {
   // configuration (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ..., or the shared credentials
   // file). Retention there is keep_last and keep_every, as in dir.
   std::string s3{};
+  // The cluster memory tier (cluster_node empty: none), on a cluster whose
+  // TieredStorageConfig enables it (an endure-memstore on every node): each save's shard
+  // goes to the memory store of this rank's node and of cluster_replicas peers (never this
+  // node; spread over instance groups), and rank 0 commits the step there once every copy
+  // is whole. A restore reads a rank's shard from the nearest copy that verifies: its
+  // node's store, then its replicas', before the disk tiers; so a replaced node's ranks are
+  // filled from peers. A save to it alone (Tiers::memory) leaves the disk behind, as with
+  // memory_dir. A step refused for want of room, or not whole in time, is logged and left
+  // to the disk tiers.
+  std::string cluster_node{};                     // this rank's node, as Slurm names it
+  std::vector<std::string> cluster_rank_nodes{};  // the node of every rank, by rank
+  int cluster_replicas = 1;
+  // Where the node's memory_store.json and resource_config.json are (empty: the node's
+  // /opt/endure/config).
+  std::filesystem::path cluster_config_dir{};
+  // How long rank 0 waits for every rank's copies of a step in the cluster memory tier.
+  double cluster_commit_timeout_seconds = 30;
   // The share of the time the disk tiers may spend writing, in (0, 1]: after a disk write
   // that took T seconds, disk_busy() stays true T x (1 / disk_duty - 1) seconds more, so a
   // caller saving every step (to the memory tier while the disk is busy) leaves the disk,
@@ -89,9 +106,9 @@ struct Options {
   double disk_duty = 1;
 };
 
-// Where a save goes: every tier, or the memory tier alone (while the disk tiers are still
-// writing an earlier save, a trainer saving every step keeps the newest step in memory
-// and lets the disk fall behind instead of queueing behind it).
+// Where a save goes: every tier, or the memory tiers alone (memory_dir's and the cluster's:
+// while the disk tiers are still writing an earlier save, a trainer saving every step keeps
+// the newest step in memory and lets the disk fall behind instead of queueing behind it).
 enum class Tiers { all, memory };
 
 // A named region of the caller's memory to restore into.
@@ -117,10 +134,12 @@ struct CheckpointInfo {
   bool valid = false;      // committed, and the manifest and shard sizes check out
   std::string reason;      // why not valid
   std::filesystem::path path;
-  // The tiers holding a committed, valid copy, fastest first ("memory", "local",
-  // "shared", "s3"); after a restore, the one tier it was read from.
+  // The tiers holding a committed, valid copy, fastest first ("memory", "cluster", "local",
+  // "shared", "s3"); after a restore, the one tier it was read from ("cluster" with the
+  // copy it was read from: "cluster own node node-2", "cluster peer node-3").
   std::vector<std::string> tiers;
   std::vector<std::filesystem::path> tier_paths;  // the folder of each of those copies
+  uint64_t bytes_read = 0;  // after a restore: what it moved (this rank's shard)
 };
 
 // One rank's buffers of a checkpoint, read back and verified.
@@ -249,7 +268,7 @@ class Checkpointer {
   // Hands a copied slot to the worker for the tiers left to write (its checksums when
   // taken already), or frees it when none is.
   void queue_save(int64_t step, int slot, const json& user, const json& layout,
-                  std::vector<std::string> checksums, bool memory, bool disk);
+                  std::vector<std::string> checksums, bool memory, bool disk, bool cluster);
   void join_copier();
   struct Impl;
   Options options_;

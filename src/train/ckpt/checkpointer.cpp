@@ -34,24 +34,6 @@ void warn_local(const char* tier, int64_t step, const Status& s) {
   if (!s) log::warn("checkpoint step {}: {} tier: {}", step, tier, s.error().message);
 }
 
-// A rank's sealed description of its shard of a step, with the user metadata of this rank's
-// save: the manifest keeps only the committing rank's, and a rank's own may differ.
-std::string descriptor(const Options& o, int64_t step, size_t size,
-                       const std::vector<std::string>& chunks, const json& layout,
-                       const json& user) {
-  json d = {{"magic", "endure-ckpt"},
-            {"version", kFormatVersion},
-            {"step", step},
-            {"rank", o.rank},
-            {"file", shard_name(o.rank)},
-            {"size", size},
-            {"chunk_bytes", o.chunk_bytes},
-            {"chunks", chunks},
-            {"buffers", layout},
-            {"user", user}};
-  return seal(d).dump();
-}
-
 // Writes this rank's shard of a step into dir, a disk tier's step folder, then its
 // descriptor, which says the shard is durable. Takes the checksums when `chunks` is empty.
 Status write_shard(const Options& o, const std::filesystem::path& dir, int64_t step,
@@ -91,6 +73,24 @@ Status persist_disk(const Options& o, int64_t step, const json& user, const json
 
 }  // namespace
 
+// A rank's sealed description of its shard of a step, with the user metadata of this rank's
+// save: the manifest keeps only the committing rank's, and a rank's own may differ.
+std::string descriptor(const Options& o, int64_t step, size_t size,
+                       const std::vector<std::string>& chunks, const json& layout,
+                       const json& user) {
+  json d = {{"magic", "endure-ckpt"},
+            {"version", kFormatVersion},
+            {"step", step},
+            {"rank", o.rank},
+            {"file", shard_name(o.rank)},
+            {"size", size},
+            {"chunk_bytes", o.chunk_bytes},
+            {"chunks", chunks},
+            {"buffers", layout},
+            {"user", user}};
+  return seal(d).dump();
+}
+
 void persist_memory(const Options& o, int64_t step, const json& user, const json& layout,
                     const StagingSlot& slot, const std::vector<std::string>& chunks) {
   auto dir = slot.file().parent_path();
@@ -128,6 +128,13 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
     if (!store) return store.error();
     s3_store = *store;
   }
+  // The cluster memory tier's files are read, and checked, before anything is made too.
+  std::unique_ptr<ClusterTier> cluster;
+  if (!options.cluster_node.empty()) {
+    auto opened = open_cluster_tier(options);
+    if (!opened) return opened.error();
+    cluster = std::move(*opened);
+  }
   if (auto s = fs::make_dirs(options.dir); !s) return s.error();
   for (const auto& tier : {options.local_dir, options.memory_dir}) {
     if (tier.empty()) continue;
@@ -139,6 +146,7 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
     im.s3_store = s3_store;
     im.s3 = std::make_unique<S3Tier>(options, s3_store);
   }
+  im.cluster = std::move(cluster);
   int64_t newest = -1;
   for (int slot = 0; slot < kSlots; ++slot) {
     if (options.memory_dir.empty()) {
@@ -181,10 +189,10 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
       }
       const Options& o = self->options_;
       const StagingSlot& slot = im.slots[job.slot];
-      if (job.memory) {
-        if (job.checksums.empty()) job.checksums = chunk_checksums(slot.data(), slot.size(), o.chunk_bytes);
-        persist_memory(o, job.step, job.user, job.layout, slot, job.checksums);
-      }
+      if ((job.memory || job.cluster) && job.checksums.empty())
+        job.checksums = chunk_checksums(slot.data(), slot.size(), o.chunk_bytes);
+      if (job.memory) persist_memory(o, job.step, job.user, job.layout, slot, job.checksums);
+      if (job.cluster) persist_cluster(o, *im.cluster, job.step, job.user, job.layout, slot, job.checksums);
       const auto disk_start = std::chrono::steady_clock::now();
       Status s =
           job.disk ? persist_disk(o, job.step, job.user, job.layout, slot, std::move(job.checksums))
@@ -228,7 +236,7 @@ Status Checkpointer::save(int64_t step, const std::vector<Buffer>& buffers, cons
                 options_.chunk_bytes, false);
   copy.finish();
   queue_save(step, *slot, user, copy.layout(), {}, !options_.memory_dir.empty(),
-             tiers == Tiers::all);
+             tiers == Tiers::all, impl_->cluster != nullptr);
   return {};
 }
 
@@ -251,7 +259,8 @@ Status Checkpointer::save_overlapped(int64_t step, const std::vector<Buffer>& bu
     if (!options_.memory_dir.empty()) {
       persist_memory(options_, step, user, copy->layout(), impl_->slots[slot], checksums);
     }
-    queue_save(step, slot, user, copy->layout(), std::move(checksums), false, tiers == Tiers::all);
+    queue_save(step, slot, user, copy->layout(), std::move(checksums), false, tiers == Tiers::all,
+               impl_->cluster != nullptr);
   });
   return {};
 }
@@ -273,9 +282,9 @@ bool Checkpointer::disk_busy() const {
 }
 
 Status Checkpointer::check_tiers(Tiers tiers) const {
-  if (tiers == Tiers::memory && options_.memory_dir.empty()) {
+  if (tiers == Tiers::memory && options_.memory_dir.empty() && !impl_->cluster) {
     return make_error("ValidationException",
-                      "tiers: a save to the memory tier alone needs a memory tier (memory_dir)");
+                      "tiers: a save to the memory tiers alone needs one (memory_dir or cluster_node)");
   }
   return {};
 }
@@ -333,13 +342,13 @@ Result<int> Checkpointer::begin_save(int64_t step, const std::vector<Buffer>& bu
 }
 
 void Checkpointer::queue_save(int64_t step, int slot, const json& user, const json& layout,
-                              std::vector<std::string> checksums, bool memory, bool disk) {
+                              std::vector<std::string> checksums, bool memory, bool disk, bool cluster) {
   Impl& im = *impl_;
   const size_t total = im.slots[slot].size();
   std::lock_guard lock(im.mu);
   im.held[slot] = {step, slot, user, layout, checksums, false, disk};
-  if (memory || disk) {
-    im.queue.push_back({step, slot, user, layout, std::move(checksums), memory, disk});
+  if (memory || disk || cluster) {
+    im.queue.push_back({step, slot, user, layout, std::move(checksums), memory, disk, 0, cluster});
   } else {
     im.slot_busy[slot] = false;  // in the memory tier already, and nowhere else to go
   }

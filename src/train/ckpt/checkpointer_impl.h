@@ -15,6 +15,7 @@
 
 #include "common/json.h"
 #include "endure/checkpoint.h"
+#include "train/ckpt/cluster_tier.h"
 #include "train/ckpt/s3_store.h"
 #include "train/ckpt/s3_tier.h"
 #include "train/ckpt/snapshot.h"
@@ -37,6 +38,7 @@ struct Checkpointer::Impl {
     bool memory = false;  // the memory tier's descriptor and commit are still to write
     bool disk = false;    // the local disk and shared tiers are to be written
     size_t bytes = 0;
+    bool cluster = false;  // the cluster memory tier is to be written
   };
   std::mutex mu;
   std::condition_variable cv;
@@ -70,6 +72,8 @@ struct Checkpointer::Impl {
   // and its uploads.
   std::shared_ptr<S3Store> s3_store;
   std::unique_ptr<S3Tier> s3;
+  // The cluster memory tier (Options::cluster_node), when there is one.
+  std::unique_ptr<ClusterTier> cluster;
 
   // A state kept in place: the slot the next state goes to. REQUIRES: mu held.
   int free_slot() const;
@@ -101,5 +105,19 @@ Status check_names(const std::vector<Named>& named, const std::string& field) {
 // is written, and the step committed once every rank of the node has written its own.
 void persist_memory(const Options& o, int64_t step, const json& user, const json& layout,
                     const StagingSlot& slot, const std::vector<std::string>& chunks);
+
+// A rank's sealed description of its shard of a step, with the user metadata of this rank's
+// save: the manifest keeps only the committing rank's, and a rank's own may differ.
+std::string descriptor(const Options& o, int64_t step, size_t size, const std::vector<std::string>& chunks,
+                       const json& layout, const json& user);
+
+// The cluster memory tier's part: the shard and its descriptor into this rank's stores, and
+// on rank 0 the commit once every rank's copies are whole. A failure is logged: the disk
+// tiers hold the step then.
+void persist_cluster(const Options& o, ClusterTier& tier, int64_t step, const json& user,
+                     const json& layout, const StagingSlot& slot, const std::vector<std::string>& chunks);
+
+// The cluster memory tier of a checkpointer's options, or nothing when they name none.
+Result<std::unique_ptr<ClusterTier>> open_cluster_tier(const Options& o);
 
 }  // namespace endure::ckpt

@@ -6,6 +6,8 @@
 #include <set>
 #include <thread>
 
+#include "common/error_codes.h"
+
 namespace endure::ckpt {
 
 ClusterTier::ClusterTier(Options options)
@@ -49,7 +51,7 @@ Result<std::vector<std::string>> ClusterTier::save(int64_t step, const void* sha
   return held;
 }
 
-Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const std::string& manifest,
+Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const ManifestOf& make_manifest,
                                                      double timeout_seconds) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   std::set<int> waiting;
@@ -78,9 +80,19 @@ Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const std::st
                                     step, *waiting.begin(), waiting.size()));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  std::vector<std::string> descriptors;
+  for (int r = 0; r < options_.world; ++r) {
+    Result<std::string> text = make_error("NoCopy", "");
+    for (const auto& node : holders(r))
+      if ((text = client_.get(store(node), options_.run, step, descriptor_object(r)))) break;
+    if (!text) return text.error();
+    descriptors.push_back(std::move(*text));
+  }
+  auto manifest = make_manifest(descriptors);
+  if (!manifest) return manifest.error();
   std::vector<std::string> written;
   for (const auto& [node, at] : options_.config.stores)
-    if (client_.put(at, options_.run, step, kManifestObject, manifest.data(), manifest.size()))
+    if (client_.put(at, options_.run, step, kManifestObject, manifest->data(), manifest->size()))
       written.push_back(node);
   if (written.empty())
     return make_error("NoCopy", fmt::format("memory tier step {}: no store took the manifest", step));
@@ -103,6 +115,27 @@ std::optional<std::pair<int64_t, std::string>> ClusterTier::newest_committed() {
   auto text = client_.get(store(holder), options_.run, newest, kManifestObject);
   if (!text) return std::nullopt;
   return std::make_pair(newest, std::move(*text));
+}
+
+std::vector<int64_t> ClusterTier::committed_steps() {
+  std::set<int64_t, std::greater<>> steps;
+  for (const auto& [node, at] : options_.config.stores) {
+    auto listed = client_.steps(at, options_.run);
+    if (!listed) continue;
+    for (const auto& s : (*listed)["Steps"])
+      if (s.value("Complete", false)) steps.insert(s.value("Step", int64_t{-1}));
+  }
+  return {steps.begin(), steps.end()};
+}
+
+Result<std::string> ClusterTier::manifest(int64_t step) {
+  Error last = make_error(errors::kResourceNotFound, fmt::format("memory tier step {}: no manifest", step));
+  for (const auto& [node, at] : options_.config.stores) {
+    auto text = client_.get(at, options_.run, step, kManifestObject);
+    if (text) return text;
+    last = text.error();
+  }
+  return last;
 }
 
 Result<FirstGood<std::string>> ClusterTier::read_descriptor(

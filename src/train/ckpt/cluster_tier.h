@@ -46,11 +46,18 @@ class ClusterTier {
   // rank has its descriptor of `step` (a step is held in memory only with every copy
   // whole), then writes the manifest into every store of the job that answers. The stores
   // it went to; an error when a copy never came (a store refused it or is down).
-  Result<std::vector<std::string>> commit(int64_t step, const std::string& manifest, double timeout_seconds);
+  // make_manifest gets every rank's descriptor text, by rank, as a holder keeps it.
+  using ManifestOf = std::function<Result<std::string>(const std::vector<std::string>& descriptors)>;
+  Result<std::vector<std::string>> commit(int64_t step, const ManifestOf& make_manifest,
+                                          double timeout_seconds);
 
   // The newest step whose manifest any store of the job holds, and that manifest; nothing
   // when none does. Stores that do not answer are passed over.
   std::optional<std::pair<int64_t, std::string>> newest_committed();
+  // Every step whose manifest any store of the job holds, newest first.
+  std::vector<int64_t> committed_steps();
+  // A step's manifest from the first store that has it.
+  Result<std::string> manifest(int64_t step);
 
   // Rank r's descriptor of `step` from the nearest holder that has one which `check`
   // accepts (check: the caller's verification; an error passes the copy over).

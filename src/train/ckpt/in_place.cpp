@@ -115,11 +115,14 @@ Status Checkpointer::save_in_place(int64_t step, const json& user, Tiers tiers, 
   const bool disk = tiers == Tiers::all;
   im.newest_slot = slot;
   im.held[slot] = {step, slot, user, layout, std::move(checksums), false, disk};
-  if (disk) {
-    ++im.disk_pending;
-    im.disk_slot = slot;
+  if (disk || im.cluster) {
+    if (disk) {
+      ++im.disk_pending;
+      im.disk_slot = slot;
+    }
     im.slot_busy[slot] = true;
     im.queue.push_back(im.held[slot]);
+    im.queue.back().cluster = im.cluster != nullptr;
     im.cv.notify_all();
   }
   return {};

@@ -37,8 +37,50 @@ void add_s3_copies(Copies& copies, const S3Store* store, int64_t only_step = -1)
   }
 }
 
-CheckpointInfo inspect_copy(const Copy& copy, int64_t step, const S3Store* store,
+// The cluster memory tier's committed steps (or `only_step`), after this node's own memory
+// tier and before the disk tiers. Stores that do not answer are passed over.
+void add_cluster_copies(Copies& copies, ClusterTier* cluster, int64_t only_step = -1) {
+  if (!cluster) return;
+  for (int64_t s : cluster->committed_steps()) {
+    if (only_step >= 0 && s != only_step) continue;
+    auto& list = copies[s];
+    auto after_memory = std::find_if(list.begin(), list.end(), [](const Copy& c) { return c.tier != "memory"; });
+    list.insert(after_memory, {"cluster", "cluster"});
+  }
+}
+
+// A step as the cluster memory tier's manifest describes it.
+CheckpointInfo inspect_cluster(ClusterTier& cluster, int64_t step, json* manifest) {
+  CheckpointInfo info;
+  info.step = step;
+  info.path = "cluster";
+  auto text = cluster.manifest(step);
+  if (!text) {
+    info.reason = text.error().message;
+    return info;
+  }
+  info.committed = true;
+  auto m = unseal(*text, fmt::format("the cluster memory tier's manifest of step {}", step));
+  if (!m) {
+    info.reason = m.error().message;
+    return info;
+  }
+  info.world = m->value("world", 0);
+  info.user = m->value("user", json::object());
+  if (m->value("step", -1LL) != step || !m->contains("shards") || !(*m)["shards"].is_array() ||
+      static_cast<int>((*m)["shards"].size()) != info.world) {
+    info.reason = "manifest does not describe this step's shards";
+    return info;
+  }
+  for (const auto& sh : (*m)["shards"]) info.bytes += sh.value("size", uint64_t{0});
+  info.valid = true;
+  if (manifest) *manifest = std::move(*m);
+  return info;
+}
+
+CheckpointInfo inspect_copy(const Copy& copy, int64_t step, const S3Store* store, ClusterTier* cluster,
                             json* manifest = nullptr) {
+  if (copy.tier == "cluster") return inspect_cluster(*cluster, step, manifest);
   return copy.tier == "s3" ? store->inspect(step, manifest) : inspect(copy.dir, step, manifest);
 }
 
@@ -47,6 +89,7 @@ CheckpointInfo inspect_copy(const Copy& copy, int64_t step, const S3Store* store
 std::vector<CheckpointInfo> Checkpointer::list() const {
   std::vector<int64_t> uncommitted;
   auto all = copies_of(options_, &uncommitted);
+  add_cluster_copies(all, impl_->cluster.get());
   add_s3_copies(all, impl_->s3_store.get());
   std::set<int64_t, std::greater<>> steps(uncommitted.begin(), uncommitted.end());
   for (const auto& [s, _] : all) steps.insert(s);
@@ -59,7 +102,7 @@ std::vector<CheckpointInfo> Checkpointer::list() const {
     }
     CheckpointInfo best;
     for (const Copy& copy : it->second) {
-      auto info = inspect_copy(copy, s, impl_->s3_store.get());
+      auto info = inspect_copy(copy, s, impl_->s3_store.get(), impl_->cluster.get());
       if (info.valid && !best.valid) best = info;
       if (!best.valid && best.reason.empty()) best = info;
       if (info.valid) {
@@ -128,6 +171,40 @@ Status read_shard(const std::filesystem::path& dir, int64_t step, const json& sh
   return s;
 }
 
+// Reads rank's shard of `step` from the cluster memory tier's nearest copy that verifies
+// (every chunk against the manifest's checksums) into the caller's buffers. The copy it
+// came from, for the log and the report. REQUIRES: check_layout(shard).
+Result<Candidate> read_cluster_shard(ClusterTier& cluster, int64_t step, int rank, const json& shard,
+                                     const std::vector<MutableBuffer>& buffers) {
+  const size_t size = shard.value("size", size_t{0});
+  const size_t chunk_bytes = shard.value("chunk_bytes", size_t{0});
+  for (const auto& b : shard["buffers"]) {
+    auto it = std::find_if(buffers.begin(), buffers.end(), [&](auto& m) { return m.name == b.value("name", ""); });
+    if (it == buffers.end() || it->size != b.value("size", size_t{0}))
+      return make_error("ValidationException", "buffers: \"" + b.value("name", "") + "\" of " +
+                                                   std::to_string(b.value("size", size_t{0})) +
+                                                   " bytes must be given with that size");
+  }
+  if (chunk_bytes == 0) return make_error("CorruptCheckpoint", "cluster copy: no chunk size");
+  std::vector<uint8_t> bytes(size);
+  auto got = cluster.read_shard(step, rank, bytes.data(), size, [&](const void* data, size_t n) -> Status {
+    auto sums = chunk_checksums(static_cast<const uint8_t*>(data), n, chunk_bytes);
+    if (json(sums) != shard["chunks"]) return make_error("ChecksumMismatch", "a chunk's checksum differs");
+    if (n < kShardHeaderBytes || std::memcmp(data, kShardMagic, 8) != 0)
+      return make_error("CorruptCheckpoint", "not a shard (magic)");
+    return {};
+  });
+  if (!got) return got.error();
+  for (const auto& m : got->missed)
+    log::warn("checkpoint step {}: rank {}'s copy on {} {} passed over: {}", step, rank, name(m.from.source),
+              m.from.where, m.error.message);
+  for (const auto& b : shard["buffers"]) {
+    auto it = std::find_if(buffers.begin(), buffers.end(), [&](auto& m) { return m.name == b.value("name", ""); });
+    std::memcpy(it->data, bytes.data() + b.value("offset", size_t{0}), it->size);
+  }
+  return got->from;
+}
+
 // Where each buffer of a step's shard goes (or why it cannot be restored).
 using Destinations =
     std::function<Result<std::vector<MutableBuffer>>(int64_t step, const json& shard)>;
@@ -135,17 +212,18 @@ using Destinations =
 // Restores this rank's shard of `step` (the newest that verifies when step < 0) into the
 // memory `destinations` names, from the fastest tier whose copy verifies: the one
 // read-and-verify path of load() and load_into().
-Result<CheckpointInfo> restore(const Options& o, const S3Store* store, int64_t step,
+Result<CheckpointInfo> restore(const Options& o, const S3Store* store, ClusterTier* cluster, int64_t step,
                                const Destinations& destinations) {
   Error last = make_error("NotFound", step < 0 ? o.dir.string() + ": no complete, valid checkpoint"
                                                : fmt::format("{}: step {} is not committed in any tier",
                                                              o.dir.string(), step));
   auto all = copies_of(o, nullptr, step);
+  add_cluster_copies(all, cluster, step);
   add_s3_copies(all, store, step);
   for (const auto& [s, copies] : all) {
     for (const Copy& copy : copies) {
       json manifest;
-      auto info = inspect_copy(copy, s, store, &manifest);
+      auto info = inspect_copy(copy, s, store, cluster, &manifest);
       if (!info.committed) continue;  // a save that never finished, or no such step
       Status st;
       if (!info.valid) st = make_error("CorruptCheckpoint", info.path.string() + ": " + info.reason);
@@ -155,14 +233,23 @@ Result<CheckpointInfo> restore(const Options& o, const S3Store* store, int64_t s
                                                      info.path.string(), o.rank, info.world));
       }
       if (st) st = check_layout(copy.dir, *shard);
+      std::string tier = copy.tier;
       if (st) {
         auto buffers = destinations(s, *shard);
-        st = buffers ? read_shard(copy.dir, s, *shard, *buffers, copy.tier == "s3" ? store : nullptr)
-                     : Status(buffers.error());
+        if (!buffers) {
+          st = buffers.error();
+        } else if (copy.tier == "cluster") {
+          auto from = read_cluster_shard(*cluster, s, o.rank, *shard, *buffers);
+          if (from) tier = fmt::format("cluster {} {}", name(from->source), from->where);
+          else st = from.error();
+        } else {
+          st = read_shard(copy.dir, s, *shard, *buffers, copy.tier == "s3" ? store : nullptr);
+        }
       }
       if (st) {
-        info.tiers = {copy.tier};
+        info.tiers = {tier};
         info.tier_paths = {copy.dir};
+        info.bytes_read = shard->value("size", uint64_t{0});
         return info;
       }
       if (st.error().code == "ValidationException") return st.error();
@@ -193,7 +280,7 @@ Result<Loaded> Checkpointer::load_rank(int64_t step, int rank) const {
   Options o = options_;
   o.rank = rank;
   Loaded out;
-  auto info = restore(o, impl_->s3_store.get(), step,
+  auto info = restore(o, impl_->s3_store.get(), impl_->cluster.get(), step,
                       [&](int64_t, const json& shard) -> Result<std::vector<MutableBuffer>> {
                         out.buffers.clear();
                         return allocate(shard, out.buffers);
@@ -207,12 +294,12 @@ Result<Loaded> Checkpointer::load_rank(int64_t step, int rank) const {
 
 Result<CheckpointInfo> Checkpointer::load_into(int64_t step, const std::vector<MutableBuffer>& buffers) const {
   return restore(
-      options_, impl_->s3_store.get(), step,
+      options_, impl_->s3_store.get(), impl_->cluster.get(), step,
       [&](int64_t, const json&) -> Result<std::vector<MutableBuffer>> { return buffers; });
 }
 
 Result<CheckpointInfo> Checkpointer::load_into(int64_t step, const TargetsFor& targets) const {
-  return restore(options_, impl_->s3_store.get(), step,
+  return restore(options_, impl_->s3_store.get(), impl_->cluster.get(), step,
                  [&](int64_t s, const json& shard) -> Result<std::vector<MutableBuffer>> {
                    return targets(s, shard.value("user", json::object()));
                  });

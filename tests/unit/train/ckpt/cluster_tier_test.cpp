@@ -61,7 +61,15 @@ class ClusterTierTest : public ::testing::Test {
       ASSERT_TRUE(held) << held.error().message;
       EXPECT_EQ(held->size(), 2u);
     }
-    auto committed = tier(0).commit(step, "{\"step\":" + std::to_string(step) + "}", 5);
+    auto committed = tier(0).commit(
+        step,
+        [&](const std::vector<std::string>& descriptors) -> Result<std::string> {
+          EXPECT_EQ(descriptors.size(), 3u);
+          for (int r = 0; r < 3 && r < static_cast<int>(descriptors.size()); ++r)
+            EXPECT_EQ(descriptors[r], "{\"rank\":" + std::to_string(r) + "}");
+          return "{\"step\":" + std::to_string(step) + "}";
+        },
+        5);
     ASSERT_TRUE(committed) << committed.error().message;
     EXPECT_EQ(committed->size(), 3u);
   }
@@ -150,12 +158,14 @@ TEST_F(ClusterTierTest, AStepWithACopyMissingIsNeverCommitted) {
     auto bytes = shard_of(r, 2);
     (void)tier(r).save(2, bytes.data(), bytes.size(), "{}");
   }
-  auto committed = tier(1).commit(2, "{\"step\":2}", 0.3);
+  auto committed = tier(1).commit(2, [](const auto&) -> Result<std::string> { return std::string("{}"); }, 0.3);
   ASSERT_FALSE(committed);
   EXPECT_EQ(committed.error().code, "CommitTimeout");
   auto newest = tier(1).newest_committed();
   ASSERT_TRUE(newest);
   EXPECT_EQ(newest->first, 1);
+  EXPECT_EQ(tier(1).committed_steps(), std::vector<int64_t>{1});
+  EXPECT_FALSE(tier(1).manifest(2));
 }
 
 TEST_F(ClusterTierTest, AFullStoreRefusesTheSaveAndTheRankSaysWhy) {
