@@ -64,6 +64,18 @@ typedef struct {
    * 1) seconds more (Options::disk_duty in checkpoint.h). Outside [0, 1]: ENDURE_CKPT_EINVAL
    * naming "disk_duty". */
   double disk_duty;
+  /* The cluster memory tier (checkpoint.h, Options::cluster_node), on a cluster whose
+   * TieredStorageConfig enables it: this rank's node as Slurm names it (NULL or "": no such
+   * tier), and every rank's node, comma-separated, by rank ("node-1,node-1,node-2,node-2").
+   * cluster_replicas: the peers holding a copy of each shard (0: the default, 1; -1: none,
+   * this node's store alone). cluster_config_dir: where memory_store.json and
+   * resource_config.json are (NULL: the node's /opt/endure/config). A bad value, or a node
+   * without the tier's files, is ENDURE_CKPT_EINVAL naming the field, before any folder is
+   * made. The memory-only saves go to it too. */
+  const char* cluster_node;
+  const char* cluster_rank_nodes;
+  int cluster_replicas;
+  const char* cluster_config_dir;
 } endure_ckpt_options;
 endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* options, endure_ckpt** out);
 /* Waits for a save in flight and frees the handle. NULL is allowed. */
@@ -80,7 +92,7 @@ endure_ckpt_status endure_ckpt_save_overlapped(endure_ckpt* c, int64_t step,
                                                const char* user_json);
 /* Until the last overlapped save's copy is done: the buffers may change after. */
 endure_ckpt_status endure_ckpt_wait_copied(endure_ckpt* c);
-/* As endure_ckpt_save_overlapped, to the memory tier alone (ENDURE_CKPT_EINVAL without
+/* As endure_ckpt_save_overlapped, to the memory tiers alone (ENDURE_CKPT_EINVAL without
  * one): what a caller saving every step does while endure_ckpt_disk_busy says 1 on any
  * rank, so that the disk falls behind instead of training waiting for it. */
 endure_ckpt_status endure_ckpt_save_overlapped_memory(endure_ckpt* c, int64_t step,

@@ -46,7 +46,9 @@ class Options(ctypes.Structure):
                 ("memory_dir", ctypes.c_char_p), ("rank", ctypes.c_int), ("world", ctypes.c_int),
                 ("keep_last", ctypes.c_int), ("keep_every", ctypes.c_int),
                 ("commit_timeout_seconds", ctypes.c_double), ("s3", ctypes.c_char_p),
-                ("disk_duty", ctypes.c_double)]
+                ("disk_duty", ctypes.c_double), ("cluster_node", ctypes.c_char_p),
+                ("cluster_rank_nodes", ctypes.c_char_p), ("cluster_replicas", ctypes.c_int),
+                ("cluster_config_dir", ctypes.c_char_p)]
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))

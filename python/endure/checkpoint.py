@@ -31,7 +31,7 @@ import ctypes
 import json
 import os
 
-from endure import _lib
+from endure import _lib, slurm
 from endure.slurm import env_int
 from endure._state import FORMAT, TREE, StateDictError, flatten, plan_load
 
@@ -52,6 +52,34 @@ def _path_or_none(key, value):
     return os.fsencode(value)
 
 
+def _cluster_memory(value):
+    """cluster_memory= as endure_ckpt_options' four cluster fields."""
+    if value is None or value is False:
+        return (None, None, 0, None)
+    if value is True:
+        node = os.environ.get("SLURMD_NODENAME", "")
+        nodes = slurm.rank_nodes()
+        if not node or not nodes:
+            raise ValueError("cluster_memory: True needs Slurm's SLURMD_NODENAME, "
+                             "SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE; outside srun "
+                             "give a dict with node and rank_nodes")
+        value = {"node": node, "rank_nodes": nodes}
+    if not isinstance(value, dict) or set(value) - {"node", "rank_nodes", "replicas", "config_dir"}:
+        raise ValueError("cluster_memory: None, True, or a dict of node, rank_nodes, replicas and "
+                         "config_dir, not %r" % (value,))
+    node, nodes = value.get("node"), value.get("rank_nodes")
+    replicas = value.get("replicas", 1)
+    if not isinstance(node, str) or not node or not isinstance(nodes, (list, tuple)) or \
+            not all(isinstance(n, str) and n and "," not in n for n in nodes):
+        raise ValueError("cluster_memory: node must be a node name and rank_nodes a list of "
+                         "them, a rank each")
+    if type(replicas) is not int or replicas < 0:
+        raise ValueError("cluster_memory: replicas must be an int >= 0, not %r" % (replicas,))
+    config_dir = value.get("config_dir")
+    return (node.encode("utf-8"), ",".join(nodes).encode("utf-8"), replicas if replicas else -1,
+            os.fsencode(config_dir) if config_dir else None)
+
+
 class Checkpointer:
     """A checkpointer on `directory` (made when missing), shared by every rank of the job.
 
@@ -61,8 +89,13 @@ class Checkpointer:
     local           the local disk tier: a folder on the node's own disk. None (default): none
     s3              the S3 tier, "s3://BUCKET[/PREFIX]", uploaded behind the disk tiers with
                     the AWS environment's configuration. None (default): none
-    cluster_memory  copies of each rank's memory-tier shard on peer nodes: not in this
-                    version of the engine; anything but None raises ValueError
+    cluster_memory  the cluster memory tier, on a cluster whose TieredStorageConfig enables
+                    it: each save's shard in this node's memory store and a peer's, and a
+                    restore from the nearest copy that verifies. True: this node and every
+                    rank's from Slurm (SLURMD_NODENAME, the step's nodes and tasks per
+                    node, block distribution); or a dict with "node" and "rank_nodes" (a
+                    node a rank) and optionally "replicas" (default 1) and "config_dir".
+                    None (default): none
     rank, world     this process's rank of how many; None (default): SLURM_PROCID and
                     SLURM_NTASKS, else RANK and WORLD_SIZE, else 0 of 1
     keep_last       the shared tier keeps the newest keep_last steps (default 3; 0: all)...
@@ -79,10 +112,7 @@ class Checkpointer:
     def __init__(self, directory, memory=None, local=None, s3=None, cluster_memory=None,
                  rank=None, world=None, keep_last=3, keep_every=0, commit_timeout=600.0,
                  disk_duty=1.0):
-        if cluster_memory is not None:
-            raise ValueError("cluster_memory: the cluster memory tier is not in this version of "
-                             "endure's checkpoint engine; use memory= and local= (node-local) "
-                             "with the shared directory")
+        cluster = _cluster_memory(cluster_memory)
         self._keep = [_path_or_none("directory", directory), _path_or_none("memory", memory),
                       _path_or_none("local", local)]
         if self._keep[0] is None:
@@ -104,7 +134,8 @@ class Checkpointer:
         lib = _lib.lib()
         options = _lib.Options(self._keep[0], self._keep[2], self._keep[1], self.rank, self.world,
                                keep_last, keep_every, float(commit_timeout),
-                               s3.encode("utf-8") if s3 else None, float(disk_duty))
+                               s3.encode("utf-8") if s3 else None, float(disk_duty),
+                               *cluster)
         handle = ctypes.c_void_p()
         _lib.check(lib.endure_ckpt_open_with(ctypes.byref(options), ctypes.byref(handle)))
         self._lib = lib

@@ -50,6 +50,40 @@ class Task:
                              "WORLD_SIZE)" % (self.rank, self.world))
 
 
+def tasks_per_node(expr):
+    """Slurm's SLURM_STEP_TASKS_PER_NODE ("2(x3),1": 2 tasks on each of 3 nodes, then 1)
+    as a list of counts, a node each."""
+    counts = []
+    for part in expr.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "(x" in part:
+            n, times = part.split("(x", 1)
+            if not times.endswith(")"):
+                raise ValueError("SLURM_STEP_TASKS_PER_NODE: %r is not N or N(xM)" % part)
+            counts += [int(n)] * int(times[:-1])
+        else:
+            counts.append(int(part))
+    return counts
+
+
+def rank_nodes(env=None):
+    """The node of every rank of this step, by rank, as Slurm's default (block)
+    distribution places them: the step's nodes in order, each with its count of
+    SLURM_STEP_TASKS_PER_NODE. [] outside Slurm."""
+    env = os.environ if env is None else env
+    t = Task(env)
+    per_node = env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_TASKS_PER_NODE") or ""
+    if not t.hosts or not per_node:
+        return []
+    counts = tasks_per_node(per_node)
+    if len(counts) != len(t.hosts) or sum(counts) != t.world:
+        raise ValueError("SLURM_STEP_TASKS_PER_NODE: %r does not place %d tasks on %d nodes"
+                         % (per_node, t.world, len(t.hosts)))
+    return [host for host, n in zip(t.hosts, counts) for _ in range(n)]
+
+
 def task(env=None):
     """This task, from `env` (default: os.environ)."""
     return Task(env)

@@ -340,5 +340,98 @@ class CheckpointTest(unittest.TestCase):
         self.assertIn("s3", str(e.exception))
 
 
+class ClusterMemoryTest(unittest.TestCase):
+    """The cluster memory tier through the package: a real endure-memstore (this build's)
+    on a loopback address, a save to the memory tiers alone, and a restore from the store
+    with nothing on disk."""
+
+    def setUp(self):
+        import json
+        import socket
+        import subprocess
+        import time
+        self.dir = tempfile.mkdtemp(prefix="endure-py-cluster-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        library = os.environ.get("ENDURE_LIBRARY", "")
+        memstore = os.path.join(os.path.dirname(library), "bin", "endure-memstore")
+        if not os.access(memstore, os.X_OK):
+            self.fail("no endure-memstore beside ENDURE_LIBRARY (%s)" % library)
+        self.config = os.path.join(self.dir, "config")
+        os.makedirs(self.config)
+        address = "127.0.0.21"
+        # A port free on the address, the data path's next to it.
+        for port in range(23000 + os.getpid() % 5000, 30000, 7):
+            try:
+                for p in (port, port + 1):
+                    with socket.socket() as s:
+                        s.bind((address, p))
+                break
+            except OSError:
+                continue
+        with open(os.path.join(self.config, "memory_store.json"), "w") as f:
+            json.dump({"ClusterName": "py", "InstanceMemoryAllocationPercentage": 10, "Port": port,
+                       "Token": "py-token"}, f)
+        with open(os.path.join(self.config, "resource_config.json"), "w") as f:
+            json.dump({"InstanceGroups": [{"Name": "workers", "Instances": [
+                {"InstanceName": "n1", "CustomerIpAddress": address}]}]}, f)
+        store = subprocess.Popen([memstore, "--config", os.path.join(self.config, "memory_store.json"),
+                                  "--address", address, "--arena", os.path.join(self.dir, "arena"),
+                                  "--capacity-bytes", str(64 << 20)],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(store.wait)
+        self.addCleanup(store.terminate)
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            try:
+                socket.create_connection((address, port + 1), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+
+    def open(self):
+        c = Checkpointer(os.path.join(self.dir, "shared"), rank=0, world=1,
+                         cluster_memory={"node": "n1", "rank_nodes": ["n1"], "replicas": 0,
+                                         "config_dir": self.config})
+        self.addCleanup(c.close)
+        return c
+
+    def test_a_save_to_memory_alone_restores_from_the_store(self):
+        c = self.open()
+        saved = {"w": torch.arange(100000, dtype=torch.float32), "step": 7}
+        c.save(saved, 7, overlapped=True, tiers="memory")
+        c.wait()
+        self.assertEqual(c.latest(), 7)
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "shared", "step-000000000007")))
+        target = {"w": torch.zeros(100000, dtype=torch.float32), "step": 0}
+        self.assertEqual(self.open().load(target), 7)
+        self.assertTrue(torch.equal(target["w"], saved["w"]))
+        self.assertEqual(target["step"], 7)
+
+    def test_bad_cluster_memory_names_itself(self):
+        for value in ("/dev/shm/x", {"node": "n1"}, {"node": "n1", "rank_nodes": ["n1"], "replicas": -1},
+                      {"node": "n1", "rank_nodes": ["n1"], "extra": 1}):
+            with self.subTest(value=value):
+                with self.assertRaisesRegex(ValueError, "^cluster_memory: "):
+                    Checkpointer(os.path.join(self.dir, "bad"), rank=0, world=1, cluster_memory=value)
+        with self.assertRaises(CheckpointError) as e:
+            Checkpointer(os.path.join(self.dir, "bad"), rank=0, world=1,
+                         cluster_memory={"node": "n1", "rank_nodes": ["n1"],
+                                         "config_dir": os.path.join(self.dir, "none")})
+        self.assertEqual(e.exception.code, "EINVAL")
+        self.assertIn("memory_store.json", str(e.exception))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "bad")))
+
+    def test_rank_nodes_from_slurm(self):
+        from endure import slurm
+        self.assertEqual(slurm.tasks_per_node("2(x3),1"), [2, 2, 2, 1])
+        env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "5", "SLURM_STEP_NODELIST": "w-[1-3]",
+               "SLURM_STEP_TASKS_PER_NODE": "2(x2),1"}
+        self.assertEqual(slurm.rank_nodes(env), ["w-1", "w-1", "w-2", "w-2", "w-3"])
+        env["SLURM_STEP_TASKS_PER_NODE"] = "2(x3)"
+        with self.assertRaisesRegex(ValueError, "^SLURM_STEP_TASKS_PER_NODE: "):
+            slurm.rank_nodes(env)
+        self.assertEqual(slurm.rank_nodes({}), [])
+
+
 if __name__ == "__main__":
     unittest.main()

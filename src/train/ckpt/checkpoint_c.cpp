@@ -16,7 +16,9 @@ struct endure_ckpt {
 namespace {
 
 endure_ckpt_status code_of(const endure::Error& e) {
-  if (e.code == "ValidationException" || e.code == "WorldMismatch") return ENDURE_CKPT_EINVAL;
+  if (e.code == "ValidationException" || e.code == "WorldMismatch" || e.code == "TierOff" ||
+      e.code == "InvalidConfig")
+    return ENDURE_CKPT_EINVAL;
   if (e.code == "IOError") return ENDURE_CKPT_EIO;
   if (e.code == "NotFound") return ENDURE_CKPT_ENOTFOUND;
   if (e.code == "CorruptCheckpoint") return ENDURE_CKPT_ECORRUPT;
@@ -63,6 +65,20 @@ extern "C" endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* o
       o.commit_timeout_seconds = options->commit_timeout_seconds;
     if (options->s3) o.s3 = options->s3;
     if (options->disk_duty != 0) o.disk_duty = options->disk_duty;
+    if (options->cluster_node && *options->cluster_node) {
+      o.cluster_node = options->cluster_node;
+      std::string nodes = options->cluster_rank_nodes ? options->cluster_rank_nodes : "";
+      for (size_t at = 0; !nodes.empty() && at <= nodes.size();) {
+        size_t comma = nodes.find(',', at);
+        if (comma == std::string::npos) comma = nodes.size();
+        o.cluster_rank_nodes.push_back(nodes.substr(at, comma - at));
+        at = comma + 1;
+      }
+      if (options->cluster_replicas < -1)
+        return open_failed(endure::invalid("cluster_replicas: -1 (none), 0 (the default, 1) or more"));
+      o.cluster_replicas = options->cluster_replicas == 0 ? 1 : std::max(0, options->cluster_replicas);
+      if (options->cluster_config_dir) o.cluster_config_dir = options->cluster_config_dir;
+    }
     auto c = endure::ckpt::Checkpointer::open(o);
     if (!c) return open_failed(c.error());
     *out = new endure_ckpt{std::move(*c), {}, {}};

@@ -180,6 +180,23 @@ int main(void) {
   CHECK(strstr(endure_ckpt_last_error(NULL), "disk_duty") != NULL);
   CHECK(access(s3_local, F_OK) != 0);
   with_s3.disk_duty = 0;
+  /* The cluster memory tier: a node without the tier's files, a world its rank nodes do
+   * not match, and a bad replica count are refused naming the field, nothing made. */
+  char no_config[160];
+  snprintf(no_config, sizeof no_config, "%s/no-config", dir);
+  with_s3.cluster_node = "node-1";
+  with_s3.cluster_rank_nodes = "node-1";
+  with_s3.cluster_config_dir = no_config;
+  CHECK(endure_ckpt_open_with(&with_s3, &c) == ENDURE_CKPT_EINVAL);
+  CHECK(strstr(endure_ckpt_last_error(NULL), "memory_store.json") != NULL);
+  with_s3.cluster_rank_nodes = "node-1,node-2";
+  CHECK(endure_ckpt_open_with(&with_s3, &c) == ENDURE_CKPT_EINVAL);
+  CHECK(strstr(endure_ckpt_last_error(NULL), "cluster_rank_nodes") != NULL);
+  with_s3.cluster_replicas = -2;
+  CHECK(endure_ckpt_open_with(&with_s3, &c) == ENDURE_CKPT_EINVAL);
+  CHECK(strstr(endure_ckpt_last_error(NULL), "cluster_replicas") != NULL);
+  CHECK(access(s3_local, F_OK) != 0);
+  with_s3.cluster_node = "";  /* "" is no tier, as NULL is */
   CHECK(endure_ckpt_open_with(&with_s3, &c) == ENDURE_CKPT_OK);
   CHECK(strcmp(endure_ckpt_last_error(NULL), "") == 0);
   endure_ckpt_close(c);
