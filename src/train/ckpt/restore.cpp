@@ -60,16 +60,9 @@ CheckpointInfo inspect_cluster(ClusterTier& cluster, int64_t step, json* manifes
     return info;
   }
   info.committed = true;
-  auto m = unseal(*text, fmt::format("the cluster memory tier's manifest of step {}", step));
+  auto m = step_manifest(*text, step, fmt::format("the cluster memory tier's manifest of step {}", step), info);
   if (!m) {
     info.reason = m.error().message;
-    return info;
-  }
-  info.world = m->value("world", 0);
-  info.user = m->value("user", json::object());
-  if (m->value("step", -1LL) != step || !m->contains("shards") || !(*m)["shards"].is_array() ||
-      static_cast<int>((*m)["shards"].size()) != info.world) {
-    info.reason = "manifest does not describe this step's shards";
     return info;
   }
   for (const auto& sh : (*m)["shards"]) info.bytes += sh.value("size", uint64_t{0});

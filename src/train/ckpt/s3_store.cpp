@@ -83,16 +83,9 @@ CheckpointInfo S3Store::inspect(int64_t step, json* manifest) const {
     info.reason = text.error().message;
     return info;
   }
-  auto m = unseal(*text, info.path.string() + "/" + kManifestName);
+  auto m = step_manifest(*text, step, info.path.string() + "/" + kManifestName, info);
   if (!m) {
     info.reason = m.error().message;
-    return info;
-  }
-  info.world = m->value("world", 0);
-  info.user = m->value("user", json::object());
-  if (m->value("step", -1LL) != step || !m->contains("shards") || !(*m)["shards"].is_array() ||
-      static_cast<int>((*m)["shards"].size()) != info.world) {
-    info.reason = "manifest does not describe this step's shards";
     return info;
   }
   for (const auto& s : (*m)["shards"]) {

@@ -60,6 +60,19 @@ CheckpointInfo inspect(const std::filesystem::path& dir, int64_t step, json* man
   return info;
 }
 
+Result<json> step_manifest(const std::string& text, int64_t step, const std::string& what,
+                           CheckpointInfo& info) {
+  auto m = unseal(text, what);
+  if (!m) return m.error();
+  info.world = m->value("world", 0);
+  info.user = m->value("user", json::object());
+  if (m->value("step", -1LL) != step || !m->contains("shards") || !(*m)["shards"].is_array() ||
+      static_cast<int>((*m)["shards"].size()) != info.world) {
+    return make_error("CorruptCheckpoint", "manifest does not describe this step's shards");
+  }
+  return m;
+}
+
 std::vector<int64_t> steps_in(const std::filesystem::path& dir) {
   std::vector<int64_t> steps;
   std::error_code ec;

@@ -27,6 +27,12 @@ std::filesystem::path slot_dir(const std::filesystem::path& memory_dir, int slot
 // manifest read for it is handed back through `manifest` when asked for.
 CheckpointInfo inspect(const std::filesystem::path& dir, int64_t step, json* manifest = nullptr);
 
+// A manifest's text (`what` names it in errors) checked as step's: sealed, of that step,
+// a shard a rank. Fills info's world and user; the manifest, or why it is not one (the
+// reason inspect() gives).
+Result<json> step_manifest(const std::string& text, int64_t step, const std::string& what,
+                           CheckpointInfo& info);
+
 // The steps with a folder in dir, newest first.
 std::vector<int64_t> steps_in(const std::filesystem::path& dir);
 
