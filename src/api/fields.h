@@ -49,6 +49,8 @@ inline constexpr const char* kInstanceGroups = "InstanceGroups";
 inline constexpr const char* kDeploymentConfig = "DeploymentConfig";
 inline constexpr const char* kImageId = "ImageId";
 inline constexpr const char* kInstanceId = "InstanceId";
+inline constexpr const char* kInstanceMemoryAllocationPercentage =
+    "InstanceMemoryAllocationPercentage";
 inline constexpr const char* kInstanceStatus = "InstanceStatus";
 inline constexpr const char* kInstanceStorageConfigs = "InstanceStorageConfigs";
 inline constexpr const char* kInstanceType = "InstanceType";
@@ -115,6 +117,7 @@ inline constexpr const char* kTags = "Tags";
 inline constexpr const char* kTargetCount = "TargetCount";
 inline constexpr const char* kTerminationTime = "TerminationTime";
 inline constexpr const char* kThreadsPerCore = "ThreadsPerCore";
+inline constexpr const char* kTieredStorageConfig = "TieredStorageConfig";
 inline constexpr const char* kVpcConfig = "VpcConfig";
 inline constexpr const char* kWarmSpares = "WarmSpares";
 inline constexpr const char* kCurrentWarmSpares = "CurrentWarmSpares";

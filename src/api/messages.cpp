@@ -45,6 +45,7 @@ std::string join_words(std::span<const char* const> words, std::string_view sepa
 
 ENDURE_API_CODEC(Empty)
 ENDURE_API_CODEC(LifeCycleConfig)
+ENDURE_API_CODEC(TieredStorageConfig)
 ENDURE_API_CODEC(InstanceGroupSpec)
 ENDURE_API_CODEC(CreateClusterRequest)
 ENDURE_API_CODEC(ClusterArnReply)
@@ -122,6 +123,15 @@ ENDURE_API_CODEC(ListClusterJobsReply)
 #undef ENDURE_API_CODEC
 
 // The rules beyond the fields' types, worded as endured words them today.
+
+Status TieredStorageConfig::check() const {
+  const auto& percent = instance_memory_allocation_percentage;
+  if (percent && (*percent < 0 || *percent > 100)) {
+    return invalid(std::string(field::kInstanceMemoryAllocationPercentage) +
+                   ": must be an integer from 0 to 100");
+  }
+  return {};
+}
 
 Status ClusterRef::check() const { return non_empty(field::kClusterName, cluster_name); }
 
@@ -276,7 +286,7 @@ std::vector<TypeFields> all_types() {
           type<LoggedFinding>(),   type<DeepCheckOrder>(),     type<DeepCheckResult>(),
           type<HostSummary>(),     type<TrainingRunSummary>(), type<TrainingPoint>(),
           type<TrainingEval>(),    type<TrainingCheckpoint>(), type<TrainingStart>(),
-          type<ClusterJob>(),      type<ErrorReply>()};
+          type<ClusterJob>(),      type<ErrorReply>(),         type<TieredStorageConfig>()};
 }
 
 }  // namespace endure::api

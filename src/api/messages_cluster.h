@@ -12,6 +12,7 @@
 
 #include "api/codec.h"
 #include "api/fields.h"
+#include "api/states.h"
 
 namespace endure::api {
 
@@ -35,6 +36,25 @@ struct LifeCycleConfig {
   }
   json to_json() const;
   static Result<LifeCycleConfig> from_json(const json& in);
+};
+
+// The cluster memory tier, in the cloud's shape: Enable gives every node a memory store
+// holding InstanceMemoryAllocationPercentage (0 to 100) of its memory for checkpoints
+// (absent or 0 with Enable: spec::kDefaultMemoryPercent). Read by endured through
+// spec::read_tiered_storage, which words the same rules and reports all of them.
+struct TieredStorageConfig {
+  static constexpr const char* kName = "TieredStorageConfig";
+  TieredStorageMode mode = TieredStorageMode::kDisable;
+  std::optional<int> instance_memory_allocation_percentage;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kMode, s.mode);
+    v(field::kInstanceMemoryAllocationPercentage, s.instance_memory_allocation_percentage);
+  }
+  bool operator==(const TieredStorageConfig&) const = default;
+  Status check() const;
+  json to_json() const;
+  static Result<TieredStorageConfig> from_json(const json& in);
 };
 
 // An instance group as CreateCluster and UpdateCluster take it. Only the types are
@@ -72,6 +92,7 @@ struct CreateClusterRequest {
   std::string cluster_name;
   std::vector<InstanceGroupSpec> instance_groups;
   std::optional<std::string> node_recovery;  // Automatic (the default) or None
+  std::optional<TieredStorageConfig> tiered_storage_config;  // absent: the tier is off
   std::optional<json> tags;                  // accepted so a cloud request parses; ignored
   std::optional<json> vpc_config;            // likewise
   std::optional<json> shared_file_system;    // endure's: /fsx on hosts (spec/shared_fs.h)
@@ -80,6 +101,7 @@ struct CreateClusterRequest {
     v(field::kClusterName, s.cluster_name);
     v(field::kInstanceGroups, s.instance_groups);
     v(field::kNodeRecovery, s.node_recovery);
+    v(field::kTieredStorageConfig, s.tiered_storage_config);
     v(field::kTags, s.tags);
     v(field::kVpcConfig, s.vpc_config);
     v(field::kSharedFileSystem, s.shared_file_system);
@@ -160,6 +182,7 @@ struct DescribeClusterReply {
   std::optional<std::string> failure_message;
   std::vector<InstanceGroupDetails> instance_groups;
   std::string node_recovery;
+  std::optional<TieredStorageConfig> tiered_storage_config;  // absent: never set
   std::string slurm_controller_node;
   int slurmctld_port = 0;
   std::string shared_folder;  // the cluster's /fsx on this host
@@ -173,6 +196,7 @@ struct DescribeClusterReply {
     v(field::kFailureMessage, s.failure_message);
     v(field::kInstanceGroups, s.instance_groups);
     v(field::kNodeRecovery, s.node_recovery);
+    v(field::kTieredStorageConfig, s.tiered_storage_config);
     v(field::kSlurmControllerNode, s.slurm_controller_node);
     v(field::kSlurmctldPort, s.slurmctld_port);
     v(field::kSharedFolder, s.shared_folder);
@@ -213,19 +237,22 @@ struct ListClustersReply {
   static Result<ListClustersReply> from_json(const json& in);
 };
 
-// Every group of the cluster, as in the spec; only InstanceCount (and NodeRecovery) may
-// differ from the current spec (spec::validate_cluster_update's rules).
+// Every group of the cluster, as in the spec; only InstanceCount (and NodeRecovery and
+// TieredStorageConfig) may differ from the current spec (spec::validate_cluster_update's
+// rules).
 struct UpdateClusterRequest {
   static constexpr const char* kName = "UpdateClusterRequest";
   std::string cluster_name;
   std::vector<InstanceGroupSpec> instance_groups;
   std::optional<std::string> node_recovery;
+  std::optional<TieredStorageConfig> tiered_storage_config;  // replaces the cluster's
   std::optional<json> shared_file_system;  // as the cluster has it: echoed, never changed
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kClusterName, s.cluster_name);
     v(field::kInstanceGroups, s.instance_groups);
     v(field::kNodeRecovery, s.node_recovery);
+    v(field::kTieredStorageConfig, s.tiered_storage_config);
     v(field::kSharedFileSystem, s.shared_file_system);
   }
   json to_json() const;

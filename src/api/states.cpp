@@ -51,6 +51,10 @@ constexpr Named<Health> kHealthNames[] = {
     {Health::kHealthy, "Healthy"},
     {Health::kUnhealthy, "Unhealthy"},
 };
+constexpr Named<TieredStorageMode> kTieredStorageModeNames[] = {
+    {TieredStorageMode::kEnable, "Enable"},
+    {TieredStorageMode::kDisable, "Disable"},
+};
 
 template <class E, size_t N>
 const char* name_in(const Named<E> (&names)[N], E value) {
@@ -75,6 +79,13 @@ std::vector<E> values_in(const Named<E> (&names)[N]) {
   return out;
 }
 
+template <class E, size_t N>
+std::string names_in(const Named<E> (&names)[N]) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + std::string(n.name);
+  return out;
+}
+
 }  // namespace
 
 const char* name(ClusterStatus status) { return name_in(kClusterNames, status); }
@@ -83,6 +94,7 @@ const char* name(RecoveryAction action) { return name_in(kActionNames, action); 
 const char* name(RecoveryStage stage) { return name_in(kStageNames, stage); }
 const char* name(LifecycleStatus status) { return name_in(kLifecycleNames, status); }
 const char* name(Health health) { return name_in(kHealthNames, health); }
+const char* name(TieredStorageMode mode) { return name_in(kTieredStorageModeNames, mode); }
 
 std::optional<ClusterStatus> parse_cluster_status(std::string_view text) {
   return parse_in(kClusterNames, text);
@@ -100,6 +112,16 @@ std::optional<LifecycleStatus> parse_lifecycle_status(std::string_view text) {
   return parse_in(kLifecycleNames, text);
 }
 std::optional<Health> parse_health(std::string_view text) { return parse_in(kHealthNames, text); }
+std::optional<TieredStorageMode> parse_tiered_storage_mode(std::string_view text) {
+  return parse_in(kTieredStorageModeNames, text);
+}
+
+bool parse_value(std::string_view text, TieredStorageMode& out) {
+  auto mode = parse_tiered_storage_mode(text);
+  if (mode) out = *mode;
+  return mode.has_value();
+}
+std::string value_names(TieredStorageMode) { return names_in(kTieredStorageModeNames); }
 
 const std::vector<ClusterStatus>& all_cluster_statuses() {
   static const auto values = values_in(kClusterNames);

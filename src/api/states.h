@@ -1,10 +1,12 @@
-// The states a cluster and a node are in, as the cloud API names them, with endure's own
-// additions marked. endured's store keeps each as its name (the strings below) and converts
-// at its edge; every other part holds the enums. name() gives the stored string and
-// parse_*() reads it back (nullopt for a string that names no value).
+// The states a cluster and a node are in, and the cluster's settings that take one of a few
+// words, as the cloud API names them, with endure's own additions marked. endured's store
+// keeps each as its name (the strings below) and converts at its edge; every other part
+// holds the enums. name() gives the stored string and parse_*() reads it back (nullopt for
+// a string that names no value).
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -46,6 +48,9 @@ enum class LifecycleStatus { kNotStarted, kInProgress, kSucceeded, kFailed, kReb
 
 enum class Health { kUnknown, kHealthy, kUnhealthy };
 
+// TieredStorageConfig.Mode: whether the cluster memory tier is on.
+enum class TieredStorageMode { kEnable, kDisable };
+
 // "InService", "Pending", "Replace", "" for RecoveryStage::kNone, ...
 const char* name(ClusterStatus status);
 const char* name(NodeStatus status);
@@ -53,6 +58,7 @@ const char* name(RecoveryAction action);
 const char* name(RecoveryStage stage);
 const char* name(LifecycleStatus status);
 const char* name(Health health);
+const char* name(TieredStorageMode mode);
 
 std::optional<ClusterStatus> parse_cluster_status(std::string_view text);
 std::optional<NodeStatus> parse_node_status(std::string_view text);
@@ -60,6 +66,11 @@ std::optional<RecoveryAction> parse_recovery_action(std::string_view text);
 std::optional<RecoveryStage> parse_recovery_stage(std::string_view text);  // "" is kNone
 std::optional<LifecycleStatus> parse_lifecycle_status(std::string_view text);
 std::optional<Health> parse_health(std::string_view text);
+std::optional<TieredStorageMode> parse_tiered_storage_mode(std::string_view text);
+
+// The codec's hooks (api/codec.h): a TieredStorageMode member is its name on the wire.
+bool parse_value(std::string_view text, TieredStorageMode& out);
+std::string value_names(TieredStorageMode);  // "Enable, Disable", for an error
 
 // Every value, in declaration order: for tests and for rendering.
 const std::vector<ClusterStatus>& all_cluster_statuses();

@@ -145,6 +145,14 @@ void print_cluster(const json& reply, std::ostream& out) {
     if (std::string_view(key) == f::kFailureMessage && empty) continue;
     fields.emplace_back(key, cell_text(value));
   }
+  // "Enable, 20 % of memory": absent when the cluster never set it.
+  if (const json* tier = find_path(reply, f::kTieredStorageConfig); tier && tier->is_object()) {
+    std::string text = cell_text(find_path(*tier, f::kMode));
+    if (const json* percent = find_path(*tier, f::kInstanceMemoryAllocationPercentage)) {
+      text += ", " + cell_text(percent) + " % of memory";
+    }
+    fields.emplace_back(f::kTieredStorageConfig, text);
+  }
   out << format_fields(fields) << "\n";
   const json* groups = find_path(reply, f::kInstanceGroups);
   out << format_json_table(

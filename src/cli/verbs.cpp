@@ -52,6 +52,10 @@ void resolve_lifecycle_folders(json& request, const std::filesystem::path& base)
   }
 }
 
+constexpr const char* kTieredStorageHelp =
+    "the cluster memory tier: {\"Mode\":\"Enable\"|\"Disable\","
+    "\"InstanceMemoryAllocationPercentage\":N} (inline or file://PATH; N 0 to 100, default 20)";
+
 void add_create_cluster(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* verb = app.add_subcommand(
       "create-cluster", "Create a cluster from a spec: --cli-input-json file://spec.json");
@@ -61,6 +65,8 @@ void add_create_cluster(CLI::App& app, SessionPtr s, Selected selected) {
   request->add(Kind::kJsonArray, "--instance-groups", f::kInstanceGroups,
                "the instance groups as a JSON array (inline or file://PATH)", true);
   request->add(Kind::kText, "--node-recovery", f::kNodeRecovery, "Automatic or None");
+  request->add(Kind::kJsonObject, "--tiered-storage-config", f::kTieredStorageConfig,
+               kTieredStorageHelp);
   add_wait_options(verb, *wait, "the cluster is InService");
   on_run(verb, selected, [s, request, wait] {
     auto built = request->build();
@@ -151,7 +157,7 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
                                       "Change instance counts: of every group (--instance-groups) "
                                       "or of some (--instance-group-name "
                                       "G --instance-count N and/or --warm-spares N, repeatable); "
-                                      "or NodeRecovery alone");
+                                      "or NodeRecovery or TieredStorageConfig alone");
   auto request = std::make_shared<RequestBuilder>(verb);
   auto wait = std::make_shared<WaitOptions>();
   struct Counts {
@@ -165,6 +171,8 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
       request->add(Kind::kJsonArray, "--instance-groups", f::kInstanceGroups,
                    "every instance group as a JSON array (inline or file://PATH)");
   request->add(Kind::kText, "--node-recovery", f::kNodeRecovery, "Automatic or None");
+  request->add(Kind::kJsonObject, "--tiered-storage-config", f::kTieredStorageConfig,
+               kTieredStorageHelp);
   verb->add_option("--instance-group-name", counts->names,
                    "a group whose count --instance-count sets; the others keep theirs")
       ->allow_extra_args(false)
@@ -204,11 +212,13 @@ void add_update_cluster(CLI::App& app, SessionPtr s, Selected selected) {
           instance_groups_with_counts(*cluster, counts->names, counts->counts, counts->spares);
       if (!list) return s->report(list.error());
       body[f::kInstanceGroups] = std::move(*list);
-    } else if (!body.contains(f::kInstanceGroups) && !body.contains(f::kNodeRecovery)) {
+    } else if (!body.contains(f::kInstanceGroups) && !body.contains(f::kNodeRecovery) &&
+               !body.contains(f::kTieredStorageConfig)) {
       return s->report(
           usage("missing --instance-groups, or --instance-group-name with --instance-count, or "
-                "--node-recovery (or \"InstanceGroups\" or \"NodeRecovery\" in "
-                "--cli-input-json); see 'endure update-cluster --help'"));
+                "--node-recovery, or --tiered-storage-config (or \"InstanceGroups\", "
+                "\"NodeRecovery\" or \"TieredStorageConfig\" in --cli-input-json); see "
+                "'endure update-cluster --help'"));
     }
     return s->run(api::kUpdateCluster, body, {print_cluster_arn}, wait.get());
   });

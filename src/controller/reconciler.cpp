@@ -11,6 +11,7 @@
 #include "controller/core/recovery_policy.h"
 #include "controller/core/transition.h"
 #include "controller/nodes/into_service.h"
+#include "controller/nodes/memory_store_push.h"
 #include "controller/nodes/shared_fs_grant.h"
 #include "controller/slurm/slurm_conf_push.h"
 #include "controller/slurm/slurm_in_node.h"
@@ -146,7 +147,8 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   // Last: a swapped-in spare, which Slurm already knows by its name and address, is in
   // service above without waiting for every node's copy of the files.
   push_slurm_conf(store_, provider_, cluster, layout);
-  update_cluster_status(cluster, layout);
+  push_memory_store_config(store_, provider_, cluster, parsed->spec);
+  update_cluster_status(cluster, *parsed);
 }
 
 void Reconciler::advance_pending(const store::ClusterRow& cluster,
@@ -184,7 +186,8 @@ void Reconciler::advance_pending(const store::ClusterRow& cluster,
 }
 
 void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
-                                       const spec::ClusterLayout& layout) {
+                                       const spec::ClusterModel& model) {
+  const spec::ClusterLayout& layout = model.layout;
   if (cluster.status != ClusterStatus::kCreating && cluster.status != ClusterStatus::kUpdating)
     return;
   auto rows = store_.instances(cluster.id, true);
@@ -195,6 +198,9 @@ void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
   auto fresh = store_.cluster_by_id(cluster.id);
   if (!fresh || fresh->applied_conf_hash != slurm_files_hash(layout)) {
     return;  // Slurm must run the current node set first
+  }
+  if (fresh->applied_memory_store != spec::memory_store_setting(model.spec.tiered_storage)) {
+    return;  // an UpdateCluster of the memory tier is done once every node holds it
   }
   crash_point("inservice.before_record");
   double took = ids::now_seconds() - cluster.updated_at;

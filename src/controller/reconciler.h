@@ -42,7 +42,7 @@ class Reconciler {
   void delete_cluster(const store::ClusterRow& cluster);
   void advance_pending(const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
                        SlurmView& slurm);
-  void update_cluster_status(const store::ClusterRow& cluster, const spec::ClusterLayout& layout);
+  void update_cluster_status(const store::ClusterRow& cluster, const spec::ClusterModel& model);
 
   void fail_cluster(const store::ClusterRow& cluster, const std::string& message);
 

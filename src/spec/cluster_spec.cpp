@@ -349,6 +349,7 @@ ClusterSpec check_create(const json& request, Errors& errors) {
     spec.groups.push_back(std::move(listed.spec));
   }
   spec.node_recovery = read_node_recovery(request, spec.node_recovery, errors);
+  spec.tiered_storage = read_tiered_storage(request, errors);
   spec.shared_fs = read_shared_fs(request, errors);
   check_shared_fs_placement(spec, request.contains(F::kSharedFileSystem), errors);
   check_ignored(request, F::kTags, "", /*want_array=*/true, errors);
@@ -376,12 +377,14 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
   ClusterSpec next = current;
   auto groups_field = request.find(F::kInstanceGroups);
   const bool groups_listed = groups_field != request.end() && groups_field->is_array();
-  // NodeRecovery alone may change: switching recovery off needs no list of the groups.
+  // A cluster-wide setting may change alone: switching recovery or the memory tier off
+  // needs no list of the groups.
   std::vector<ListedGroup> listed_groups;
   if (groups_field != request.end()) {
     listed_groups = check_groups(request, errors);
-  } else if (!request.contains(F::kNodeRecovery)) {
-    errors.push_back({F::kInstanceGroups, "is required unless NodeRecovery is given"});
+  } else if (!request.contains(F::kNodeRecovery) && !request.contains(F::kTieredStorageConfig)) {
+    errors.push_back(
+        {F::kInstanceGroups, "is required unless NodeRecovery or TieredStorageConfig is given"});
   }
   std::vector<bool> seen(current.groups.size(), false);
   for (const ListedGroup& listed : listed_groups) {
@@ -437,6 +440,7 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
     }
   }
   next.node_recovery = read_node_recovery(request, current.node_recovery, errors);
+  if (auto tier = read_tiered_storage(request, errors)) next.tiered_storage = tier;
   if (request.contains(F::kSharedFileSystem)) {
     auto listed = read_shared_fs(request, errors);
     if (listed && listed != current.shared_fs) {
@@ -508,6 +512,7 @@ json ClusterSpec::to_json() const {
     out.instance_groups.push_back(std::move(g));
   }
   out.node_recovery = node_recovery;
+  if (tiered_storage) out.tiered_storage_config = tiered_storage->to_api();
   if (shared_fs) out.shared_file_system = shared_fs->to_json();
   return out.to_json();
 }

@@ -14,6 +14,7 @@
 #include "common/json.h"
 #include "common/result.h"
 #include "spec/shared_fs.h"
+#include "spec/tiered_storage.h"
 
 namespace endure::spec {
 
@@ -52,6 +53,8 @@ struct ClusterSpec {
   // SharedFileSystem, endure's: what nodes on hosts mount at /fsx. Required with host
   // pools, refused without.
   std::optional<SharedFileSystemSpec> shared_fs;
+  // TieredStorageConfig: the cluster memory tier. Absent: never given (the tier is off).
+  std::optional<TieredStorageSpec> tiered_storage;
 
   const InstanceGroupSpec* find_group(const std::string& group_name) const;
   // The request shape again (what describe-cluster echoes and the store keeps).
@@ -65,10 +68,11 @@ std::vector<FieldError> validate_cluster_spec(const json& request);
 // message is describe(validate_cluster_spec(request)).
 Result<ClusterSpec> parse_cluster_spec(const json& request);
 
-// An UpdateCluster request ({ClusterName, InstanceGroups[]?, NodeRecovery?}) applied to the
-// current spec. InstanceGroups, required unless NodeRecovery comes alone, lists every group
-// of the current spec, and only InstanceCount (and NodeRecovery) may change; the result is
-// validated like a new spec.
+// An UpdateCluster request ({ClusterName, InstanceGroups[]?, NodeRecovery?,
+// TieredStorageConfig?}) applied to the current spec. InstanceGroups, required unless
+// NodeRecovery or TieredStorageConfig comes without it, lists every group of the current
+// spec, and only InstanceCount (and NodeRecovery, and TieredStorageConfig, which replaces
+// the cluster's whole) may change; the result is validated like a new spec.
 Result<ClusterSpec> apply_cluster_update(const ClusterSpec& current, const json& request);
 
 // The errors apply_cluster_update would report, as a list. Empty when the update applies.

@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS clusters (
   provisioning TEXT NOT NULL,
   idx INTEGER NOT NULL,
   applied_conf_hash TEXT NOT NULL DEFAULT '',
+  applied_memory_store TEXT NOT NULL DEFAULT '',
   created_at REAL NOT NULL,
   updated_at REAL NOT NULL,
   software_update TEXT NOT NULL DEFAULT 'null',
@@ -98,7 +99,8 @@ CREATE TABLE IF NOT EXISTS auto_resumes (
 );
 CREATE TABLE IF NOT EXISTS cluster_tokens (
   cluster_id TEXT PRIMARY KEY,
-  auto_resume_token TEXT NOT NULL
+  auto_resume_token TEXT NOT NULL,
+  memory_store_token TEXT NOT NULL DEFAULT ''
 );
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
   BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
@@ -122,6 +124,7 @@ const Columns<ClusterRow>& cluster_columns() {
       json_column("provisioning", &R::provisioning, any_json, json()),
       column("idx", &R::index),
       column("applied_conf_hash", &R::applied_conf_hash),
+      column("applied_memory_store", &R::applied_memory_store),
       column("created_at", &R::created_at),
       column("updated_at", &R::updated_at),
       json_column("software_update", &R::software_update, any_json, json()),
@@ -240,8 +243,13 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
     if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
   }
   for (const char* column :
-       {"software_update TEXT NOT NULL DEFAULT 'null'", "removed_slots TEXT NOT NULL DEFAULT '{}'"}) {
+       {"software_update TEXT NOT NULL DEFAULT 'null'", "removed_slots TEXT NOT NULL DEFAULT '{}'",
+        "applied_memory_store TEXT NOT NULL DEFAULT ''"}) {
     auto s = store->exec(std::string("ALTER TABLE clusters ADD COLUMN ") + column + ";");
+    if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
+  }
+  for (const char* column : {"memory_store_token TEXT NOT NULL DEFAULT ''"}) {
+    auto s = store->exec(std::string("ALTER TABLE cluster_tokens ADD COLUMN ") + column + ";");
     if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
   }
   for (const char* column : {"overlap INTEGER NOT NULL DEFAULT 0"}) {
@@ -493,16 +501,36 @@ std::vector<AutoResumeRow> Store::auto_resumes(const std::string& cluster_id,
 }
 
 Result<std::string> Store::auto_resume_token(const std::string& cluster_id) {
+  return cluster_token(cluster_id, "auto_resume_token");
+}
+
+Result<std::string> Store::memory_store_token(const std::string& cluster_id) {
+  return cluster_token(cluster_id, "memory_store_token");
+}
+
+// A cluster's row holds all its tokens, each made the first time it is asked for ("" until
+// then: a row from before a kind of token existed, or made for another kind).
+Result<std::string> Store::cluster_token(const std::string& cluster_id, const char* column) {
   std::lock_guard lock(mu_);
+  const std::string name = column;
+  bool have_row = false;
   {
-    Stmt s(db_, "SELECT auto_resume_token FROM cluster_tokens WHERE cluster_id=?");
+    Stmt s(db_, ("SELECT " + name + " FROM cluster_tokens WHERE cluster_id=?").c_str());
     s.bind(cluster_id);
-    if (s.step() == SQLITE_ROW) return s.text(0);
+    if (s.step() == SQLITE_ROW) {
+      have_row = true;
+      if (std::string token = s.text(0); !token.empty()) return token;
+    }
+  }
+  if (!have_row) {
+    Stmt s(db_, "INSERT INTO cluster_tokens (cluster_id, auto_resume_token) VALUES (?, '')");
+    s.bind(cluster_id);
+    if (auto st = s.run("store the cluster's tokens"); !st) return st.error();
   }
   std::string token = ids::new_token();
-  Stmt s(db_, "INSERT INTO cluster_tokens (cluster_id, auto_resume_token) VALUES (?,?)");
-  s.bind(cluster_id).bind(token);
-  if (auto st = s.run("store the auto-resume token"); !st) return st.error();
+  Stmt s(db_, ("UPDATE cluster_tokens SET " + name + "=? WHERE cluster_id=?").c_str());
+  s.bind(token).bind(cluster_id);
+  if (auto st = s.run("store the cluster's " + name); !st) return st.error();
   return token;
 }
 

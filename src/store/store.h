@@ -34,6 +34,8 @@ struct ClusterRow {
   json provisioning;  // the validated provisioning parameters
   int index = 0;      // small number, unique among live clusters: picks ports and addresses
   std::string applied_conf_hash;        // slurm.conf last pushed to Slurm
+  // The memory tier every running node holds (spec::memory_store_setting; "": none).
+  std::string applied_memory_store;
   json software_update;                 // the UpdateClusterSoftware under way (null when none)
   json removed_slots = json::object();  // {group: [slot]}: nodes BatchDeleteClusterNodes removed
   double created_at = 0;
@@ -193,6 +195,10 @@ class Store {
   // The cluster's auto-resume credential (made at first use): it allows only the
   // AutoResume* calls, so it may be readable by every user of the cluster's nodes.
   Result<std::string> auto_resume_token(const std::string& cluster_id);
+  // The cluster's credential for its nodes' memory stores (made at first use, kept for the
+  // cluster's life so that a replaced node gets the same): readable by every user of its
+  // nodes, since the training job is the stores' client.
+  Result<std::string> memory_store_token(const std::string& cluster_id);
 
   // Files a job's training lines (each an object with a numeric "time"; "resume" defaults
   // to 0). A line already filed (same try, kind, step and time) is filed once: a reporter
@@ -220,6 +226,8 @@ class Store {
   Status exec(const std::string& sql);
   // Drops an instance's row from the caches (and its cluster's rows): at every write of it.
   void forget_instance(const InstanceRow& r);
+  // One of the cluster's tokens (a column of cluster_tokens), made at first use.
+  Result<std::string> cluster_token(const std::string& cluster_id, const char* column);
 
   sqlite3* db_;
   std::recursive_mutex mu_;

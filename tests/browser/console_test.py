@@ -117,6 +117,10 @@ def run(console, endured):
     # The heartbeat ages have come in (the agents beat every few seconds).
     wait_for("heartbeat ages", lambda: "none yet" not in console.one("#nodes").text, 30)
     console.check_page("03-cluster")
+    # The spec's memory tier (cluster.json) shows in the summary as DescribeCluster echoes it.
+    cards = console.one("#cluster-view .cards").text
+    if "tiered storage\nenable\n10 % of each node's memory" not in cards.lower():
+        raise Failure(f"the summary does not show TieredStorageConfig Enable, 10 %: {cards!r}")
 
     # The Slurm controller node cannot be replaced: its button says so instead of asking.
     controller = next(n["NodeName"] for n in nodes if n["InstanceGroupName"] == "controller")

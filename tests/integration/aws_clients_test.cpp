@@ -1,6 +1,7 @@
 // The cloud service's own clients against endured: the real `aws sagemaker` CLI and a boto3
-// script (aws_boto3_client.py) create a local cluster, describe it, list its nodes, replace
-// a worker, read events and delete it, signing with endured's access key. Requests signed
+// script (aws_boto3_client.py) create a local cluster with the memory tier, describe it,
+// change the tier (a bad value refused), list its nodes, replace a worker, read events and
+// delete it, signing with endured's access key. Requests signed
 // with a wrong secret, unsigned or fuzzed, are refused and change nothing.
 //
 // The CLI is found on PATH, then at /root/.pyenv/shims/aws (scripts/setup.sh does not
@@ -123,7 +124,14 @@ json cluster_spec(const std::string& name) {
   for (auto& g : spec["InstanceGroups"]) {
     g["ExecutionRole"] = "arn:aws:iam::000000000000:role/endure-local";
   }
+  spec["TieredStorageConfig"] = {{"Mode", "Enable"}, {"InstanceMemoryAllocationPercentage", 10}};
   return spec;
+}
+
+// The node's memory_store.json, null when it has none.
+json memory_store_of(const Endured& e, const std::string& cluster, const std::string& node_name) {
+  auto out = e.exec(cluster, node_name, "cat /opt/endure/config/memory_store.json");
+  return out.exit_code == 0 ? json::parse(out.out, nullptr, false) : json();
 }
 
 class AwsClients : public ::testing::Test {
@@ -178,6 +186,7 @@ TEST_F(AwsClients, TheAwsCliDrivesAClusterEndToEnd) {
   EXPECT_EQ(cluster["ClusterStatus"], "InService");
   EXPECT_EQ(cluster["ClusterArn"], created["ClusterArn"]);
   EXPECT_EQ(cluster["InstanceGroups"].size(), 2u);
+  EXPECT_EQ(cluster["TieredStorageConfig"], cluster_spec("demo")["TieredStorageConfig"]);
 
   json nodes = aws(cli, {"list-cluster-nodes", "--cluster-name", "demo"}, key_);
   ASSERT_TRUE(nodes.is_object()) << last_.err;
@@ -193,6 +202,38 @@ TEST_F(AwsClients, TheAwsCliDrivesAClusterEndToEnd) {
   ASSERT_FALSE(worker.is_null());
   std::string old_id = worker["InstanceId"];
   std::string host = worker["PrivateDnsHostname"];
+
+  // The memory tier changed by update-cluster alone reaches the running worker; a bad
+  // value is refused with the field named, and changes nothing.
+  json tier = memory_store_of(*e_, "demo", host);
+  ASSERT_TRUE(tier.is_object()) << host << " has no memory_store.json";
+  EXPECT_EQ(tier["InstanceMemoryAllocationPercentage"], 10);
+  json fifty = {{"Mode", "Enable"}, {"InstanceMemoryAllocationPercentage", 50}};
+  ASSERT_TRUE(
+      aws(cli,
+          {"update-cluster", "--cluster-name", "demo", "--tiered-storage-config", fifty.dump()},
+          key_)
+          .is_object())
+      << last_.err;
+  ASSERT_EQ(e_->wait_status("demo", {"InService"}, 120s), "InService");
+  cluster = aws(cli, {"describe-cluster", "--cluster-name", "demo"}, key_);
+  EXPECT_EQ(cluster["TieredStorageConfig"], fifty) << last_.out;
+  json pushed = memory_store_of(*e_, "demo", host);
+  EXPECT_EQ(pushed["InstanceMemoryAllocationPercentage"], 50) << pushed.dump();
+  EXPECT_EQ(pushed["Token"], tier["Token"]);
+  json bad = {{"Mode", "Enable"}, {"InstanceMemoryAllocationPercentage", 101}};
+  EXPECT_TRUE(
+      aws(cli, {"update-cluster", "--cluster-name", "demo", "--tiered-storage-config", bad.dump()},
+          key_)
+          .is_null());
+  EXPECT_NE(last_.err.find("ValidationException"), std::string::npos) << last_.err;
+  EXPECT_NE(last_.err.find("TieredStorageConfig.InstanceMemoryAllocationPercentage: must be an "
+                           "integer from 0 to 100"),
+            std::string::npos)
+      << last_.err;
+  cluster = aws(cli, {"describe-cluster", "--cluster-name", "demo"}, key_);
+  EXPECT_EQ(cluster["TieredStorageConfig"], fifty) << last_.out;
+  EXPECT_EQ(cluster["ClusterStatus"], "InService");
 
   json node =
       aws(cli, {"describe-cluster-node", "--cluster-name", "demo", "--node-id", old_id}, key_);
@@ -220,6 +261,8 @@ TEST_F(AwsClients, TheAwsCliDrivesAClusterEndToEnd) {
       240s);
   ASSERT_TRUE(back) << host << " was not replaced; last reply: " << last_.out << last_.err;
   std::cout << host << ": " << old_id << " replaced by " << new_id << "\n";
+  // The replacement gets the tier as it is now, with the cluster's same credential.
+  EXPECT_EQ(memory_store_of(*e_, "demo", host), pushed);
 
   json events = aws(cli, {"list-cluster-events", "--cluster-name", "demo"}, key_);
   ASSERT_TRUE(events.is_object()) << last_.err;

@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <fmt/format.h>
 #include <sstream>
 #include <thread>
 
+#include "api/node_contract.h"
+#include "api/node_files.h"
 #include "cluster_fixture.h"
 #include "common/fs.h"
 
@@ -36,6 +39,68 @@ std::set<std::string> namespaces_of(Endured& e, const std::string& cluster) {
     out.insert(pid_namespace_of(pid));
   }
   return out;
+}
+
+// A node's memory_store.json as {"Mode": its permission bits, "Content": the file}, or null
+// when the node has none.
+json memory_store_file(Endured& e, const std::string& cluster, const std::string& node_name) {
+  const std::string path = node::kMemoryStoreConfigPath;
+  auto out = e.exec(cluster, node_name, "stat -c %a " + path + " && cat " + path);
+  if (out.exit_code != 0) return nullptr;
+  size_t newline = out.out.find('\n');
+  return {{"Mode", out.out.substr(0, newline)},
+          {"Content", json::parse(out.out.substr(newline + 1), nullptr, false)}};
+}
+
+// Every node of the cluster holds the memory tier's config at `percent`, readable by all,
+// with one credential; returns it.
+std::string expect_memory_store_on_every_node(Endured& e, const std::string& cluster, int percent) {
+  std::string token;
+  for (const auto& n : nodes_of(e, cluster)) {
+    std::string node_name = n["NodeName"];
+    SCOPED_TRACE(cluster + " " + node_name);
+    json file = memory_store_file(e, cluster, node_name);
+    if (!file.is_object()) {
+      ADD_FAILURE() << "no " << node::kMemoryStoreConfigPath;
+      continue;
+    }
+    EXPECT_EQ(file["Mode"], "644");
+    auto config = api::MemoryStoreConfig::from_json(file["Content"]);
+    if (!config) {
+      ADD_FAILURE() << config.error().message << ": " << file["Content"].dump();
+      continue;
+    }
+    EXPECT_EQ(config->to_json(), file["Content"]) << "exactly the contract's fields";
+    EXPECT_EQ(config->cluster_name, cluster);
+    EXPECT_EQ(config->memory_percent, percent);
+    EXPECT_EQ(config->port, node::kMemoryStorePort);
+    EXPECT_EQ(config->token.size(), 48u);
+    if (token.empty()) token = config->token;
+    EXPECT_EQ(config->token, token) << "one credential for the cluster's stores";
+  }
+  return token;
+}
+
+// The status line a memory store answers GET /v1/stats with, asked from inside node `from`
+// of `from_cluster` at the store of `node_name` (an address that node's /etc/hosts gives)
+// with `token`; "" while nothing answers.
+std::string store_answer(Endured& e, const std::string& from_cluster, const std::string& from,
+                         const std::string& address, const std::string& token) {
+  auto out = e.exec(from_cluster, from,
+                    fmt::format("exec 3<>/dev/tcp/{}/{} && printf 'GET /v1/stats HTTP/1.0\\r\\n"
+                                "Authorization: Bearer {}\\r\\n\\r\\n' >&3 && head -1 <&3",
+                                address, node::kMemoryStorePort, token));
+  std::string line = out.exit_code == 0 ? out.out : "";
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  return line;
+}
+
+// A node's address as its cluster's /etc/hosts has it.
+std::string address_of(Endured& e, const std::string& cluster, const std::string& node_name) {
+  auto out = e.exec(cluster, node_name, "getent hosts " + node_name + " | cut -d' ' -f1 | head -1");
+  std::string a = out.out;
+  while (!a.empty() && a.back() == '\n') a.pop_back();
+  return a;
 }
 
 void expect_running_srun(Endured& e, const std::string& cluster, int n,
@@ -203,8 +268,12 @@ TEST(ClusterSideBySide, TwoClustersWorkIndependently) {
   TempDir home;
   Endured e(home.path() / "home");
   e.start();
-  ASSERT_TRUE(e.call("CreateCluster", make_spec("it-left", 2)).ok());
-  ASSERT_TRUE(e.call("CreateCluster", make_spec("it-right", 2)).ok());
+  // Each with the memory tier: its own share and its own credential.
+  json left = make_spec("it-left", 2), right = make_spec("it-right", 2);
+  left["TieredStorageConfig"] = {{"Mode", "Enable"}, {"InstanceMemoryAllocationPercentage", 10}};
+  right["TieredStorageConfig"] = {{"Mode", "Enable"}};
+  ASSERT_TRUE(e.call("CreateCluster", left).ok());
+  ASSERT_TRUE(e.call("CreateCluster", right).ok());
   ASSERT_EQ(e.wait_status("it-left", {"InService"}, 180s), "InService");
   ASSERT_EQ(e.wait_status("it-right", {"InService"}, 180s), "InService");
   // Each Slurm is its own: its own name, on its own port.
@@ -228,6 +297,47 @@ TEST(ClusterSideBySide, TwoClustersWorkIndependently) {
   ASSERT_EQ(e.exec("it-right", "worker-0", "echo right > /fsx/owner").exit_code, 0);
   EXPECT_EQ(e.exec("it-right", "worker-1", "cat /fsx/owner").out, "right\n");
   EXPECT_EQ(e.exec("it-left", "worker-1", "cat /fsx/owner").out, "left\n");
+
+  auto tier_of = [&](const std::string& cluster) {
+    auto d = e.call("DescribeCluster", {{"ClusterName", cluster}});
+    return d ? d->value("TieredStorageConfig", json()) : json();
+  };
+  EXPECT_EQ(tier_of("it-left"), left["TieredStorageConfig"]);
+  EXPECT_EQ(tier_of("it-right"),
+            (json{{"Mode", "Enable"}, {"InstanceMemoryAllocationPercentage", 20}}));
+  std::string left_token = expect_memory_store_on_every_node(e, "it-left", 10);
+  std::string right_token = expect_memory_store_on_every_node(e, "it-right", 20);
+  EXPECT_NE(left_token, right_token);
+  // Every node runs its store (the agent keeps it): it answers its own cluster's credential,
+  // from a peer node too, and refuses the other cluster's.
+  const std::string left_worker = address_of(e, "it-left", "worker-1");
+  ASSERT_FALSE(left_worker.empty());
+  std::string peer;
+  for (const auto& n : nodes_of(e, "it-left"))
+    if (n["NodeName"] != "worker-1") peer = n["NodeName"];
+  ASSERT_FALSE(peer.empty());
+  EXPECT_TRUE(wait_until([&] {
+    return store_answer(e, "it-left", peer, left_worker, left_token).find(" 200 ") != std::string::npos;
+  }, 30s)) << store_answer(e, "it-left", peer, left_worker, left_token);
+  EXPECT_NE(store_answer(e, "it-right", "worker-1", left_worker, right_token).find(" 401 "), std::string::npos);
+  // UpdateCluster reaches the running nodes: Disable takes the file away, Enable brings it
+  // back with the cluster's same credential; the other cluster's stay as they were.
+  ASSERT_TRUE(e.call("UpdateCluster",
+                     {{"ClusterName", "it-left"}, {"TieredStorageConfig", {{"Mode", "Disable"}}}})
+                  .ok());
+  ASSERT_EQ(e.wait_status("it-left", {"InService"}, 120s), "InService");
+  EXPECT_EQ(tier_of("it-left"), (json{{"Mode", "Disable"}}));
+  for (const auto& n : nodes_of(e, "it-left")) {
+    std::string node_name = n["NodeName"];
+    EXPECT_TRUE(memory_store_file(e, "it-left", node_name).is_null()) << node_name;
+  }
+  json back = {{"Mode", "Enable"}, {"InstanceMemoryAllocationPercentage", 15}};
+  ASSERT_TRUE(
+      e.call("UpdateCluster", {{"ClusterName", "it-left"}, {"TieredStorageConfig", back}}).ok());
+  ASSERT_EQ(e.wait_status("it-left", {"InService"}, 120s), "InService");
+  EXPECT_EQ(tier_of("it-left"), back);
+  EXPECT_EQ(expect_memory_store_on_every_node(e, "it-left", 15), left_token);
+  EXPECT_EQ(expect_memory_store_on_every_node(e, "it-right", 20), right_token);
 
   ASSERT_TRUE(e.call("DeleteCluster", {{"ClusterName", "it-left"}}).ok());
   ASSERT_TRUE(wait_until([&] { return !e.call("DescribeCluster", {{"ClusterName", "it-left"}}).ok(); }, 60s));

@@ -14,7 +14,7 @@
 namespace endure::test {
 namespace {
 
-constexpr int kSteps = 150;
+constexpr int kPyTorchSteps = 150;
 
 class PyTorchPackage : public AutoResume {
  protected:
@@ -29,7 +29,7 @@ class PyTorchPackage : public AutoResume {
                     "--ckpt-dir /fsx/{0}-ckpt --memory-dir /dev/shm/{0}-$SLURM_JOB_ID --steps {1} "
                     "--step-seconds 0.2 --final-state /fsx/{0}.state\n"
                     "echo \"srun rc=$?\"\n",
-                    name, kSteps));
+                    name, kPyTorchSteps));
   }
 
   std::vector<json> lines(const std::string& name, long long job) {
@@ -104,14 +104,14 @@ TEST_F(PyTorchPackage, TheExampleSurvivesThreeFaultsBitForBit) {
     }
     loss[step] = j["loss"];
   }
-  ASSERT_EQ(loss.rbegin()->first, kSteps) << out();
+  ASSERT_EQ(loss.rbegin()->first, kPyTorchSteps) << out();
 
   // endured saw the run and its tries.
   auto curve = e_->call("GetTrainingMetrics", {{"ClusterName", name_}, {"JobId", job}});
   ASSERT_TRUE(curve.ok()) << curve.error().message;
   ASSERT_EQ((*curve)["Starts"].size(), 4u) << (*curve)["Starts"].dump();
   EXPECT_EQ((*curve)["Starts"][3]["Resume"], 3);
-  EXPECT_EQ((*curve)["Points"].back()["Step"], kSteps);
+  EXPECT_EQ((*curve)["Points"].back()["Step"], kPyTorchSteps);
 
   // The same run without faults ends with the same bytes.
   const long long clean = submit_example("clean");

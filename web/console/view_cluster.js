@@ -65,6 +65,7 @@ export function clusterView(name) {
     const running = details.filter((d) => d.InstanceStatus.Status === 'Running').length;
     const unhealthy = details.filter((d) => d.Health === 'Unhealthy').length;
     const recovering = details.filter((d) => d.Recovery).length;
+    const tier = c.TieredStorageConfig;  // absent: never set, the tier is off
     const card = (label, value, sub) =>
       h('div', { class: 'card' }, h('div', { class: 'card-label' }, label),
         h('div', { class: 'card-value' }, value), sub ? h('div', { class: 'card-sub' }, sub) : null);
@@ -74,6 +75,9 @@ export function clusterView(name) {
            (unhealthy ? unhealthy + ' unhealthy' : 'none unhealthy') +
            (recovering ? ' · ' + recovering + ' recovering' : '')),
       card('Node recovery', dash(c.NodeRecovery)),
+      card('Tiered storage', dash(tier && tier.Mode),
+           tier && tier.Mode === 'Enable'
+             ? tier.InstanceMemoryAllocationPercentage + ' % of each node\'s memory' : null),
       card('Slurm controller', dash(c.SlurmControllerNode),
            c.SlurmctldPort ? 'slurmctld port ' + c.SlurmctldPort : null),
       card('Created', when(c.CreationTime), ago(c.CreationTime)),

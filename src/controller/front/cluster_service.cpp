@@ -134,6 +134,8 @@ Result<json> ClusterService::create_cluster(const json& request) {
     row.arn = cluster_arn(row.id);
     row.status = ClusterStatus::kCreating;
     row.spec = spec->to_json();
+    // Every node is launched with the spec's memory tier: nothing to push to running ones.
+    row.applied_memory_store = spec::memory_store_setting(spec->tiered_storage);
     row.provisioning = *provisioning;
     row.created_at = row.updated_at = ids::now_seconds();
     if (auto s = store_.insert_cluster(row); !s) return s;
@@ -196,6 +198,7 @@ Result<json> ClusterService::describe_cluster(const json& request) {
   reply.creation_time = ids::iso_time(cluster->created_at);
   if (!cluster->failure_message.empty()) reply.failure_message = cluster->failure_message;
   reply.node_recovery = spec->node_recovery;
+  if (spec->tiered_storage) reply.tiered_storage_config = spec->tiered_storage->to_api();
   reply.slurm_controller_node = layout.controller_node;
   reply.slurmctld_port = layout.slurmctld_port;
   reply.shared_folder = (config_.clusters_dir() / cluster->id / "fsx").string();
@@ -233,6 +236,10 @@ Result<json> ClusterService::update_cluster(const json& request) {
     std::string counts;
     for (const auto& g : updated->groups) {
       counts += (counts.empty() ? "" : ", ") + g.name + "=" + std::to_string(g.instance_count);
+    }
+    if (updated->tiered_storage != current->tiered_storage) {
+      std::string tier = spec::memory_store_setting(updated->tiered_storage);
+      counts += "; TieredStorageConfig " + (tier.empty() ? std::string("Disable") : tier);
     }
     auto ev = store_.append_event(
         {0, row.id, 0, "Cluster", "", "", "", "ClusterUpdating", "UpdateCluster: " + counts});

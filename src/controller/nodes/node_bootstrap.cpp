@@ -3,10 +3,22 @@
 #include <map>
 
 #include "api/node_contract.h"
-#include "api/node_files.h"
 #include "slurm/slurm_conf.h"
 
 namespace endure::controller {
+
+std::optional<api::MemoryStoreConfig> memory_store_config(const std::string& cluster_name,
+                                                          const spec::ClusterSpec& spec,
+                                                          const std::string& token) {
+  if (!spec::memory_tier_on(spec.tiered_storage)) return std::nullopt;
+  api::MemoryStoreConfig config;
+  config.cluster_name = cluster_name;
+  config.memory_percent = spec.tiered_storage->memory_percent.value_or(spec::kDefaultMemoryPercent);
+  config.port = node::kMemoryStorePort;
+  config.token = token;
+  return config;
+}
+
 const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& rows,
                                        const std::string& node_name) {
   for (const auto& r : rows) {
@@ -103,6 +115,10 @@ provider::LaunchRequest launch_request(const Config& config, const store::Cluste
   };
   request.secret_files = {{node::kAgentConfigPath, agent_config.to_json().dump(2)},
                           {node::kMungeKeyPath, files.munge_key}};
+  // Readable by every user of the node: the training job is the memory store's client.
+  if (auto memory_store = memory_store_config(cluster.name, model.spec, files.memory_store_token)) {
+    request.files.push_back({node::kMemoryStoreConfigPath, memory_store->to_json().dump(2)});
+  }
   if (model.spec.shared_fs) {
     request.files.push_back({node::kFsxKnownHostsPath, files.fsx_known_hosts});
     request.secret_files.push_back({node::kFsxKeyPath, files.fsx_key});

@@ -1,11 +1,14 @@
 // What a new node gets at boot: the files endured writes into it (Slurm's, the agent's
 // config, the resource config its lifecycle scripts read, the auto-resume config, the
-// munge key), assembled into the provider's launch request. Pure: no store, no provider.
+// memory store's config when the cluster has the tier, the munge key), assembled into the
+// provider's launch request. Pure: no store, no provider.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "api/node_files.h"
 #include "controller/core/config.h"
 #include "provider/node_provider.h"
 #include "spec/cluster_spec.h"
@@ -20,6 +23,7 @@ struct NodeFiles {
   std::string hosts;
   std::string munge_key;
   std::string auto_resume_token;
+  std::string memory_store_token;  // empty: the cluster's memory tier is off
   // The cluster's key for its SharedFileSystem and the server's known_hosts line (empty:
   // a cluster without one).
   std::string fsx_key;
@@ -32,6 +36,12 @@ struct NodeEndpoint {
   std::string url;
   std::string ca_file;
 };
+
+// Every node's memory_store.json (node::kMemoryStoreConfigPath) for the cluster's memory
+// tier; nullopt when the tier is off, and then the node has none.
+std::optional<api::MemoryStoreConfig> memory_store_config(const std::string& cluster_name,
+                                                          const spec::ClusterSpec& spec,
+                                                          const std::string& token);
 
 // The live (not terminated) instance of a slot among rows, or null.
 const store::InstanceRow* live_in_slot(const std::vector<store::InstanceRow>& rows,

@@ -239,7 +239,21 @@ void NodeLauncher::launch_pending(const store::ClusterRow& cluster,
       log::error("{}: {}", cluster.name, auto_resume_token.error().message);
       continue;
     }
-    NodeFiles files{conf, hosts, **key, *auto_resume_token, shared_fs.private_key,
+    // The cluster's own, kept with it: a replaced node's store takes the same credential.
+    Result<std::string> memory_store_token("");
+    if (spec::memory_tier_on(model.spec.tiered_storage)) {
+      memory_store_token = store_.memory_store_token(cluster.id);
+    }
+    if (!memory_store_token) {
+      log::error("{}: {}", cluster.name, memory_store_token.error().message);
+      continue;
+    }
+    NodeFiles files{conf,
+                    hosts,
+                    **key,
+                    *auto_resume_token,
+                    *memory_store_token,
+                    shared_fs.private_key,
                     shared_fs.known_hosts};
     provider::LaunchRequest request =
         launch_request(config_, cluster, model, *slot, *group, r, rows, files, endpoint);

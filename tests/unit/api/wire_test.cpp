@@ -60,7 +60,9 @@ const std::vector<Sample>& samples() {
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC
        R"(,"ThreadsPerCore":1,"ExecutionRole":"arn:role","InstanceStorageConfigs":[],)"
        R"("HostPool":"rack-a","WarmSpares":1}],)"
-       R"("NodeRecovery":"None","Tags":[],"VpcConfig":{},"SharedFileSystem":{"DnsName":"fs"}})",
+       R"("NodeRecovery":"None","TieredStorageConfig":{"Mode":"Enable",)"
+       R"("InstanceMemoryAllocationPercentage":20},"Tags":[],"VpcConfig":{},)"
+       R"("SharedFileSystem":{"DnsName":"fs"}})",
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}", round_trip<CreateClusterReply>,
        ARN, ""},
       {kDescribeCluster, round_trip<DescribeClusterRequest>, R"({"ClusterName":"ml"})", "",
@@ -71,7 +73,7 @@ const std::vector<Sample>& samples() {
        R"("InstanceType":"ml.c5.xlarge","CurrentCount":1,"TargetCount":2,"LifeCycleConfig":)"
        R"({"SourceS3Uri":"/lc","OnCreate":"on_create.sh"},"ThreadsPerCore":1,"Role":"Worker",)"
        R"("PartitionName":"dev","HostPool":"rack-a","WarmSpares":1}],"NodeRecovery":)"
-       R"("Automatic","SlurmControllerNode":)"
+       R"("Automatic","TieredStorageConfig":{"Mode":"Disable"},"SlurmControllerNode":)"
        R"("controller-0","SlurmctldPort":6817,"SharedFolder":"/e/clusters/c-1/fsx"})",
        R"({"ClusterArn":"a","ClusterId":"c-1","ClusterName":"ml","ClusterStatus":"InService",)"
        R"("CreationTime":"t","InstanceGroups":[{"InstanceGroupName":"controller",)"
@@ -100,7 +102,8 @@ const std::vector<Sample>& samples() {
        R"("Health":"Unknown"}})"},
       {kUpdateCluster, round_trip<UpdateClusterRequest>,
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC
-       R"(,"ThreadsPerCore":1}],"NodeRecovery":"None","SharedFileSystem":{"DnsName":"fs"}})",
+       R"(,"ThreadsPerCore":1}],"NodeRecovery":"None","TieredStorageConfig":{"Mode":"Enable",)"
+       R"("InstanceMemoryAllocationPercentage":0},"SharedFileSystem":{"DnsName":"fs"}})",
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}", round_trip<UpdateClusterReply>,
        ARN, ""},
       {kUpdateClusterSoftware, round_trip<UpdateClusterSoftwareRequest>,
@@ -348,6 +351,38 @@ TEST(WireMessages, RulesBeyondTypesAreWordedAsEnduredWordsThem) {
                   "Status: must be one of InProgress, Succeeded, Failed");
 }
 
+// TieredStorageConfig's Mode is an enum on the wire; its share a bounded integer.
+TEST(WireMessages, TieredStorageConfigIsNamedWithItsPath) {
+  json request = json::parse(R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}");
+  request["TieredStorageConfig"] = {{"Mode", "On"}};
+  expect_rejected(CreateClusterRequest::from_json(request).error(),
+                  "TieredStorageConfig.Mode: must be one of Enable, Disable");
+  request["TieredStorageConfig"] = {{"InstanceMemoryAllocationPercentage", 20}};
+  expect_rejected(UpdateClusterRequest::from_json(request).error(),
+                  "TieredStorageConfig.Mode: is required");
+  request["TieredStorageConfig"] = {{"Mode", "Enable"},
+                                    {"InstanceMemoryAllocationPercentage", 101}};
+  expect_rejected(CreateClusterRequest::from_json(request).error(),
+                  "TieredStorageConfig.InstanceMemoryAllocationPercentage: must be an integer "
+                  "from 0 to 100");
+  request["TieredStorageConfig"] = {{"Mode", "Enable"},
+                                    {"InstanceMemoryAllocationPercentage", "20"}};
+  expect_rejected(CreateClusterRequest::from_json(request).error(),
+                  "TieredStorageConfig.InstanceMemoryAllocationPercentage: must be an integer");
+
+  request["TieredStorageConfig"] = {{"Mode", "Disable"}};
+  auto parsed = CreateClusterRequest::from_json(request);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  ASSERT_TRUE(parsed->tiered_storage_config.has_value());
+  EXPECT_EQ(parsed->tiered_storage_config->mode, TieredStorageMode::kDisable);
+  EXPECT_FALSE(parsed->tiered_storage_config->instance_memory_allocation_percentage);
+  for (TieredStorageMode mode : {TieredStorageMode::kEnable, TieredStorageMode::kDisable}) {
+    EXPECT_EQ(parse_tiered_storage_mode(name(mode)), mode);
+  }
+  EXPECT_FALSE(parse_tiered_storage_mode("enable"));
+  EXPECT_EQ(value_names(TieredStorageMode{}), "Enable, Disable");
+}
+
 TEST(WireMessages, RepliesIgnoreFieldsTheyDoNotKnow) {
   auto reply = GetNodeExecTargetReply::from_json(
       {{"NodeName", "w"}, {"InstanceId", "i"}, {"Pid", 7}, {"NewField", {1, 2}}});
@@ -367,7 +402,8 @@ TEST(WireMessages, TodaysProducersRoundTripUnchanged) {
   auto spec = spec::parse_cluster_spec(json::parse(
       R"({"ClusterName":"ml","InstanceGroups":[{"InstanceGroupName":"worker",)"
       R"("InstanceType":"local.c2","InstanceCount":2,"LifeCycleConfig":{"SourceS3Uri":"/lc",)"
-      R"("OnCreate":"on_create.sh"},"ThreadsPerCore":2}]})"));
+      R"("OnCreate":"on_create.sh"},"ThreadsPerCore":2}],"TieredStorageConfig":{"Mode":)"
+      R"("Enable"}})"));
   ASSERT_TRUE(spec.ok()) << spec.error().message;
   EXPECT_EQ(round_trip<CreateClusterRequest>(spec->to_json().dump()), spec->to_json().dump());
 

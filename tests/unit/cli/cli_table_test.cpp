@@ -131,6 +131,26 @@ TEST(CliTable, DescribeClusterNodeShowsTheSlurmdPort) {
   EXPECT_NE(out.str().find("LastLines:\n  line one\n  line two\n"), std::string::npos);
 }
 
+// describe-cluster shows the memory tier as set, and nothing of it when never set.
+TEST(CliTable, DescribeClusterShowsTheMemoryTierWhenSet) {
+  api::DescribeClusterReply reply;
+  reply.cluster_name = "ml";
+  reply.cluster_status = "InService";
+  reply.node_recovery = "Automatic";
+  std::ostringstream never;
+  print_cluster(reply.to_json(), never);
+  EXPECT_EQ(never.str().find("TieredStorageConfig"), std::string::npos) << never.str();
+  reply.tiered_storage_config = api::TieredStorageConfig{api::TieredStorageMode::kEnable, 30};
+  std::ostringstream on;
+  print_cluster(reply.to_json(), on);
+  EXPECT_NE(on.str().find("\nTieredStorageConfig: Enable, 30 % of memory\n"), std::string::npos)
+      << on.str();
+  reply.tiered_storage_config = api::TieredStorageConfig{api::TieredStorageMode::kDisable, {}};
+  std::ostringstream off;
+  print_cluster(reply.to_json(), off);
+  EXPECT_NE(off.str().find("\nTieredStorageConfig: Disable\n"), std::string::npos) << off.str();
+}
+
 TEST(CliTable, ListClusterNodesColumnsAreTheWireFields) {
   api::ListClusterNodesReply reply;
   reply.cluster_node_summaries.push_back(

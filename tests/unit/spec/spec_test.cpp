@@ -207,8 +207,7 @@ std::vector<MalformedCase> malformed_cases() {
        "SharedFileSystem.DnsName"},
       {"shared_fs_port_zero", on_hosts_with_fs("Port", "0"), "SharedFileSystem.Port"},
       {"shared_fs_user_upper", on_hosts_with_fs("User", R"("Root")"), "SharedFileSystem.User"},
-      {"shared_fs_no_mount_name", on_hosts_with_fs("MountName", ""),
-       "SharedFileSystem.MountName"},
+      {"shared_fs_no_mount_name", on_hosts_with_fs("MountName", ""), "SharedFileSystem.MountName"},
       {"shared_fs_relative_mount_name", on_hosts_with_fs("MountName", R"("export/ml")"),
        "SharedFileSystem.MountName"},
       {"shared_fs_root_mount_name", on_hosts_with_fs("MountName", R"("/")"),
@@ -225,6 +224,39 @@ std::vector<MalformedCase> malformed_cases() {
       {"node_recovery_unknown", with_top(R"("NodeRecovery":"Manual")"), "NodeRecovery"},
       {"node_recovery_lowercase", with_top(R"("NodeRecovery":"automatic")"), "NodeRecovery"},
       {"node_recovery_bool", with_top(R"("NodeRecovery":true)"), "NodeRecovery"},
+      {"tiered_storage_string", with_top(R"("TieredStorageConfig":"Enable")"),
+       "TieredStorageConfig"},
+      {"tiered_storage_no_mode",
+       with_top(R"("TieredStorageConfig":{"InstanceMemoryAllocationPercentage":20})"),
+       "TieredStorageConfig.Mode"},
+      {"tiered_storage_mode_unknown", with_top(R"("TieredStorageConfig":{"Mode":"On"})"),
+       "TieredStorageConfig.Mode"},
+      {"tiered_storage_mode_lowercase", with_top(R"("TieredStorageConfig":{"Mode":"enable"})"),
+       "TieredStorageConfig.Mode"},
+      {"tiered_storage_mode_bool", with_top(R"("TieredStorageConfig":{"Mode":true})"),
+       "TieredStorageConfig.Mode"},
+      {"tiered_storage_percent_negative",
+       with_top(
+           R"("TieredStorageConfig":{"Mode":"Enable","InstanceMemoryAllocationPercentage":-1})"),
+       "TieredStorageConfig.InstanceMemoryAllocationPercentage"},
+      {"tiered_storage_percent_over_100",
+       with_top(
+           R"("TieredStorageConfig":{"Mode":"Enable","InstanceMemoryAllocationPercentage":101})"),
+       "TieredStorageConfig.InstanceMemoryAllocationPercentage"},
+      {"tiered_storage_percent_fraction",
+       with_top(
+           R"("TieredStorageConfig":{"Mode":"Enable","InstanceMemoryAllocationPercentage":20.5})"),
+       "TieredStorageConfig.InstanceMemoryAllocationPercentage"},
+      {"tiered_storage_percent_string",
+       with_top(
+           R"("TieredStorageConfig":{"Mode":"Enable","InstanceMemoryAllocationPercentage":"20"})"),
+       "TieredStorageConfig.InstanceMemoryAllocationPercentage"},
+      {"tiered_storage_percent_over_uint64",
+       with_top(R"("TieredStorageConfig":{"Mode":"Disable",)"
+                R"("InstanceMemoryAllocationPercentage":18446744073709551615})"),
+       "TieredStorageConfig.InstanceMemoryAllocationPercentage"},
+      {"tiered_storage_unknown_field",
+       with_top(R"("TieredStorageConfig":{"Mode":"Enable","Size":1})"), "TieredStorageConfig.Size"},
   };
 }
 
@@ -357,6 +389,73 @@ TEST(SpecTest, ReportsEveryErrorAtOnce) {
       << message;
 }
 
+// The cluster memory tier: the cloud's shape, echoed with the share the nodes get.
+std::string tier_echo(const std::string& tier_text) {
+  Result<ClusterSpec> spec =
+      parse_cluster_spec(json::parse(with_top(R"("TieredStorageConfig":)" + tier_text)));
+  if (!spec) return "error: " + spec.error().message;
+  json echoed = spec->to_json();
+  Result<ClusterSpec> again = parse_cluster_spec(echoed);
+  EXPECT_TRUE(again.ok() && again->to_json() == echoed) << echoed.dump();
+  return echoed["TieredStorageConfig"].dump();
+}
+
+TEST(SpecTest, TieredStorageIsEchoedWithTheShareTheNodesGet) {
+  EXPECT_EQ(tier_echo(R"({"Mode":"Enable","InstanceMemoryAllocationPercentage":30})"),
+            R"({"Mode":"Enable","InstanceMemoryAllocationPercentage":30})");
+  EXPECT_EQ(tier_echo(R"({"Mode":"Enable","InstanceMemoryAllocationPercentage":100})"),
+            R"({"Mode":"Enable","InstanceMemoryAllocationPercentage":100})");
+  // Absent or 0 with Enable: the default share, shown as such.
+  EXPECT_EQ(kDefaultMemoryPercent, 20);
+  EXPECT_EQ(tier_echo(R"({"Mode":"Enable"})"),
+            R"({"Mode":"Enable","InstanceMemoryAllocationPercentage":20})");
+  EXPECT_EQ(tier_echo(R"({"Mode":"Enable","InstanceMemoryAllocationPercentage":0})"),
+            R"({"Mode":"Enable","InstanceMemoryAllocationPercentage":20})");
+  // With Disable the share means nothing and is kept as given.
+  EXPECT_EQ(tier_echo(R"({"Mode":"Disable"})"), R"({"Mode":"Disable"})");
+  EXPECT_EQ(tier_echo(R"({"InstanceMemoryAllocationPercentage":0,"Mode":"Disable"})"),
+            R"({"Mode":"Disable","InstanceMemoryAllocationPercentage":0})");
+
+  Result<ClusterSpec> none = parse_cluster_spec(json::parse(with_group(group("w"))));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->tiered_storage.has_value());
+  EXPECT_FALSE(none->to_json().contains("TieredStorageConfig"));
+  EXPECT_EQ(memory_store_setting(none->tiered_storage), "");
+  EXPECT_EQ(memory_store_setting(TieredStorageSpec{api::TieredStorageMode::kDisable, 50}), "");
+  EXPECT_EQ(memory_store_setting(TieredStorageSpec{api::TieredStorageMode::kEnable, 30}),
+            "Enable, 30 %");
+}
+
+TEST(SpecTest, TieredStorageErrorsNameTheFieldAndTheRule) {
+  auto error = [](const std::string& tier_text) {
+    Result<ClusterSpec> spec =
+        parse_cluster_spec(json::parse(with_top(R"("TieredStorageConfig":)" + tier_text)));
+    EXPECT_FALSE(spec.ok()) << tier_text;
+    if (spec.ok()) return std::string();
+    EXPECT_EQ(spec.error().code, api::kValidationException);
+    return spec.error().message;
+  };
+  const std::string percent_rule =
+      "TieredStorageConfig.InstanceMemoryAllocationPercentage: must be an integer from 0 to 100";
+  EXPECT_EQ(error(R"({"Mode":"Enabled"})"),
+            "TieredStorageConfig.Mode: must be one of Enable, Disable");
+  EXPECT_EQ(error(R"({"Mode":5})"), "TieredStorageConfig.Mode: must be one of Enable, Disable");
+  EXPECT_EQ(error(R"({})"), "TieredStorageConfig.Mode: is required");
+  EXPECT_EQ(error(R"("Enable")"), "TieredStorageConfig: must be an object");
+  for (const char* bad : {"-1", "101", "20.0", "\"20\"", "true", "null"}) {
+    SCOPED_TRACE(bad);
+    EXPECT_EQ(
+        error(std::string(R"({"Mode":"Enable","InstanceMemoryAllocationPercentage":)") + bad + "}"),
+        percent_rule);
+  }
+  EXPECT_EQ(error(R"({"Mode":"Enable","Percent":20})"),
+            "TieredStorageConfig.Percent: is not a known field; known: Mode, "
+            "InstanceMemoryAllocationPercentage");
+  // Every broken rule at once, as for the rest of the spec.
+  EXPECT_EQ(error(R"({"Mode":"On","InstanceMemoryAllocationPercentage":200})"),
+            "TieredStorageConfig.Mode: must be one of Enable, Disable; " + percent_rule);
+}
+
 TEST(SpecTest, DescribeJoinsPathAndRule) {
   EXPECT_EQ(describe({}), "");
   EXPECT_EQ(describe({{"A", "is required"}, {"B[0].C", "must be 1 or 2"}}),
@@ -368,7 +467,7 @@ TEST(SpecTest, UnknownFieldRuleListsKnownFields) {
   std::vector<FieldError> errors = validate_cluster_spec(json::parse(with_top(R"("Foo":1)")));
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].rule.rfind("is not a known field; known: ClusterName, InstanceGroups, "
-                                 "NodeRecovery, Tags",
+                                 "NodeRecovery, TieredStorageConfig, Tags",
                                  0),
             0u)
       << errors[0].rule;
@@ -580,6 +679,45 @@ TEST(SpecUpdateTest, ChangesNodeRecoveryAloneWithoutListingGroups) {
   EXPECT_EQ(update_error_paths(current_spec(),
                                {{"ClusterName", "ml-cluster"}, {"NodeRecovery", "Sometimes"}}),
             std::vector<std::string>{"NodeRecovery"});
+}
+
+TEST(SpecUpdateTest, ChangesTieredStorageAloneOrWithTheGroupsAndKeepsItWhenLeftOut) {
+  json enable = {{"Mode", "Enable"}, {"InstanceMemoryAllocationPercentage", 40}};
+  Result<ClusterSpec> on = apply_cluster_update(
+      current_spec(), {{"ClusterName", "ml-cluster"}, {"TieredStorageConfig", enable}});
+  ASSERT_TRUE(on.ok()) << on.error().message;
+  EXPECT_EQ(on->to_json()["TieredStorageConfig"], enable);
+  EXPECT_EQ(on->groups.size(), current_spec().groups.size());
+  EXPECT_EQ(on->node_recovery, current_spec().node_recovery);
+
+  // Left out, it stays; given, it replaces the whole (a share left out is the default).
+  json scale = update_request();
+  scale["InstanceGroups"][1]["InstanceCount"] = 2;
+  Result<ClusterSpec> scaled = apply_cluster_update(*on, scale);
+  ASSERT_TRUE(scaled.ok()) << scaled.error().message;
+  EXPECT_EQ(scaled->tiered_storage, on->tiered_storage);
+  scale["TieredStorageConfig"] = {{"Mode", "Enable"}};
+  Result<ClusterSpec> reset = apply_cluster_update(*on, scale);
+  ASSERT_TRUE(reset.ok()) << reset.error().message;
+  EXPECT_EQ(reset->tiered_storage->memory_percent, kDefaultMemoryPercent);
+  Result<ClusterSpec> off = apply_cluster_update(
+      *on, {{"ClusterName", "ml-cluster"}, {"TieredStorageConfig", {{"Mode", "Disable"}}}});
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_EQ(off->to_json()["TieredStorageConfig"], (json{{"Mode", "Disable"}}));
+
+  // A bad one is refused at its path, and nothing else is applied with it.
+  json bad = update_request();
+  bad["InstanceGroups"][1]["InstanceCount"] = 2;
+  bad["TieredStorageConfig"] = {{"Mode", "Enable"}, {"InstanceMemoryAllocationPercentage", 101}};
+  EXPECT_EQ(update_error_paths(*on, bad),
+            std::vector<std::string>{"TieredStorageConfig.InstanceMemoryAllocationPercentage"});
+  Result<ClusterSpec> refused = apply_cluster_update(*on, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "TieredStorageConfig.InstanceMemoryAllocationPercentage: must be an integer from 0 "
+            "to 100");
+  EXPECT_EQ(apply_cluster_update(current_spec(), {{"ClusterName", "ml-cluster"}}).error().message,
+            "InstanceGroups: is required unless NodeRecovery or TieredStorageConfig is given");
 }
 
 TEST(SpecUpdateTest, RejectsMissingGroup) {

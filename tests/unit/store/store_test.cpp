@@ -81,6 +81,7 @@ void expect_same_cluster(const ClusterRow& got, const ClusterRow& want) {
   EXPECT_EQ(got.provisioning.dump(), want.provisioning.dump());
   EXPECT_EQ(got.index, want.index);
   EXPECT_EQ(got.applied_conf_hash, want.applied_conf_hash);
+  EXPECT_EQ(got.applied_memory_store, want.applied_memory_store);
   EXPECT_DOUBLE_EQ(got.created_at, want.created_at);
   EXPECT_DOUBLE_EQ(got.updated_at, want.updated_at);
   EXPECT_EQ(got.software_update, want.software_update);
@@ -141,6 +142,15 @@ int raw_exec(const std::string& path, const std::string& sql, std::string* messa
   rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
   if (message) *message = err ? err : "";
   sqlite3_free(err);
+  sqlite3_close(db);
+  return rc;
+}
+
+// Runs SQL on a database file that need not exist yet.
+int raw_exec_creating(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
   sqlite3_close(db);
   return rc;
 }
@@ -230,6 +240,7 @@ TEST_F(StoreTest, ClusterRoundTripsEveryField) {
   u.provisioning = {{"worker_groups", json::array()}, {"controller_group", "ctl"}};
   u.index = 7;
   u.applied_conf_hash = "fedcba9876543210";
+  u.applied_memory_store = "Enable, 30 %";
   u.software_update = {{"Id", "su-1"}, {"Remaining", json::array({"worker-0"})}};
   u.removed_slots = {{"worker", {1, 3}}};
   u.created_at = 1800000000.75;
@@ -246,6 +257,59 @@ TEST_F(StoreTest, ClusterRoundTripsEveryField) {
   ASSERT_EQ(all.size(), 1u);
   expect_same_cluster(all[0], u);
   EXPECT_FALSE(store_->cluster_by_id("ffffffffffff").has_value());
+}
+
+// The memory stores' credential: one per cluster, kept across restarts, beside the
+// auto-resume token of the same cluster (either may be asked for first).
+TEST_F(StoreTest, MemoryStoreTokenIsPerClusterStableAndApartFromTheAutoResumeOne) {
+  auto first = store_->memory_store_token("aaaaaaaaaaaa");
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->size(), 48u);
+  auto auto_resume = store_->auto_resume_token("aaaaaaaaaaaa");
+  ASSERT_TRUE(auto_resume.ok()) << auto_resume.error().message;
+  EXPECT_EQ(auto_resume->size(), 48u);
+  EXPECT_NE(*auto_resume, *first);
+  EXPECT_EQ(*store_->memory_store_token("aaaaaaaaaaaa"), *first);
+
+  auto other_resume = store_->auto_resume_token("bbbbbbbbbbbb");
+  ASSERT_TRUE(other_resume.ok());
+  auto other = store_->memory_store_token("bbbbbbbbbbbb");
+  ASSERT_TRUE(other.ok()) << other.error().message;
+  EXPECT_NE(*other, *first);
+
+  reopen();
+  EXPECT_EQ(*store_->memory_store_token("aaaaaaaaaaaa"), *first);
+  EXPECT_EQ(*store_->auto_resume_token("aaaaaaaaaaaa"), *auto_resume);
+  EXPECT_EQ(*store_->memory_store_token("bbbbbbbbbbbb"), *other);
+  EXPECT_EQ(*store_->auto_resume_token("bbbbbbbbbbbb"), *other_resume);
+}
+
+// A database from before the memory tier: its tables get the new columns at open, and its
+// clusters keep their auto-resume tokens.
+TEST_F(StoreTest, ADatabaseFromBeforeTheMemoryTierGetsItsColumns) {
+  store_.reset();
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(db_path_ + suffix);
+  ASSERT_EQ(raw_exec_creating(db_path_,
+                              "CREATE TABLE clusters (id TEXT PRIMARY KEY, name TEXT NOT NULL, "
+                              "arn TEXT NOT NULL, status TEXT NOT NULL, failure_message TEXT "
+                              "NOT NULL DEFAULT '', spec TEXT NOT NULL, provisioning TEXT NOT "
+                              "NULL, idx INTEGER NOT NULL, applied_conf_hash TEXT NOT NULL "
+                              "DEFAULT '', created_at REAL NOT NULL, updated_at REAL NOT NULL, "
+                              "software_update TEXT NOT NULL DEFAULT 'null', removed_slots "
+                              "TEXT NOT NULL DEFAULT '{}');"
+                              "CREATE TABLE cluster_tokens (cluster_id TEXT PRIMARY KEY, "
+                              "auto_resume_token TEXT NOT NULL);"
+                              "INSERT INTO cluster_tokens VALUES ('aaaaaaaaaaaa', 'old-token');"),
+            SQLITE_OK);
+  reopen();
+  EXPECT_EQ(*store_->auto_resume_token("aaaaaaaaaaaa"), "old-token");
+  auto token = store_->memory_store_token("aaaaaaaaaaaa");
+  ASSERT_TRUE(token.ok()) << token.error().message;
+  EXPECT_EQ(token->size(), 48u);
+  ClusterRow c = make_cluster("aaaaaaaaaaaa", "ml", 1);
+  c.applied_memory_store = "Enable, 20 %";
+  ASSERT_TRUE(store_->insert_cluster(c).ok());
+  expect_same_cluster(*store_->cluster_by_id(c.id), c);
 }
 
 // A reconcile pass decides a cluster's status on the row it read; an operator's call made
