@@ -87,10 +87,19 @@ MemoryStoreSupervisor::MemoryStoreSupervisor(const api::AgentConfig& config) : c
 MemoryStoreSupervisor::~MemoryStoreSupervisor() { stop(); }
 
 void MemoryStoreSupervisor::tick() {
-  std::error_code ec;
-  bool enabled = std::filesystem::exists(node::kMemoryStoreConfigPath, ec);
-  if (!enabled) return stop();
-  if (pid_ == 0 && std::chrono::steady_clock::now() >= next_start_) start();
+  auto text = fs::read_file(node::kMemoryStoreConfigPath);
+  if (!text) return stop();
+  // A new share or credential: the store starts again with it; what it holds stays in the
+  // arena (a smaller share evicts down to it).
+  if (pid_ != 0 && *text != started_with_) {
+    log::info("memory store: {} changed: starting the store again", node::kMemoryStoreConfigPath);
+    stop();
+    next_start_ = {};
+  }
+  if (pid_ == 0 && std::chrono::steady_clock::now() >= next_start_) {
+    started_with_ = *text;
+    start();
+  }
 }
 
 void MemoryStoreSupervisor::exited(int pid, int status) {

@@ -1,6 +1,7 @@
 // The node's memory store (endure-memstore), kept running by the agent while the cluster
 // enables the memory tier (node::kMemoryStoreConfigPath exists): started at the node's own
-// address, started again a second after it exits, and stopped when the file goes. What
+// address, started again a second after it exits, started again when endured rewrites the
+// file (an UpdateCluster of its share), and stopped when the file goes. What
 // it holds is in a tmpfs folder named after this instance, so a restarted store serves it
 // again and a replacement instance (another id) starts empty, as a new machine would.
 #pragma once
@@ -36,6 +37,7 @@ class MemoryStoreSupervisor {
   api::AgentConfig config_;
   int pid_ = 0;
   std::chrono::steady_clock::time_point next_start_{};
+  std::string started_with_;  // the file's text the running store was started with
 };
 
 }  // namespace endure::agent

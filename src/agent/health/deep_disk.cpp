@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/health/deep.h"
+#include "agent/health/health_check.h"
 
 namespace endure::agent::health {
 
