@@ -20,7 +20,7 @@ set(CMAKE_INSTALL_DEFAULT_DIRECTORY_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXE
 set(ENDURE_NODE_DIR lib/endure/node)
 
 install(TARGETS endure endured endure-train endure-data RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS endure-agent endure-fsx endure-auto-resume RUNTIME DESTINATION ${ENDURE_NODE_DIR}/bin)
+install(TARGETS endure-agent endure-fsx endure-auto-resume endure-memstore RUNTIME DESTINATION ${ENDURE_NODE_DIR}/bin)
 install(TARGETS auto_resume LIBRARY DESTINATION ${ENDURE_NODE_DIR}/lib)
 
 # Relative links (the tree stays movable): LINK in DIR points at TARGET, a path under the prefix.

@@ -17,7 +17,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const char* const kPrograms[] = {"endure-agent", "endure-auto-resume", "endure-fsx"};
+const char* const kPrograms[] = {"endure-agent", "endure-auto-resume", "endure-fsx", "endure-memstore"};
 const char* const kLibraries[] = {"auto_resume.so"};
 constexpr const char* kServiceScript = "/opt/endure/bin/endure-agent-service";
 constexpr const char* kServicePid = kHostServicePidFile;
