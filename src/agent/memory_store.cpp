@@ -119,8 +119,12 @@ void MemoryStoreSupervisor::start() {
     log::warn("memory store: {} is not in {}: not started", config_.node_name, node::kResourceConfigPath);
     return;
   }
+  // The node's own copy (node::kBinDir): the path this agent was started from may be one
+  // the node cannot see (a build under the host's /tmp, which a local node has its own of).
   std::error_code ec;
-  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "endure-memstore";
+  std::filesystem::path exe = std::filesystem::path(node::kBinDir) / "endure-memstore";
+  if (!std::filesystem::exists(exe, ec))
+    exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "endure-memstore";
   std::vector<std::string> args = {exe.string(), "--address", address, "--arena",
                                    arena_of(config_.instance_id)};
   if (config_.memory_mib > 0) args.insert(args.end(), {"--memory-mib", std::to_string(config_.memory_mib)});
