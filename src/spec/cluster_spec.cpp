@@ -19,19 +19,11 @@ using Errors = std::vector<FieldError>;
 using Keys = std::vector<std::string_view>;
 namespace F = api::field;
 
-// The fields each object may hold, as the typed messages of api/ list them: one shape on
-// both sides. Tags and VpcConfig are accepted and ignored so that a request written for the
+// The fields each object may hold, as the typed messages of api/ list them. Tags and VpcConfig are accepted and ignored so that a request written for the
 // cloud service still parses; Orchestrator is not, since asking for EKS and silently getting
 // Slurm would be worse than an error. On UpdateCluster SharedFileSystem may be echoed back
 // as it is, never changed: every node mounts it. ExecutionRole and InstanceStorageConfigs
 // mean nothing here; HostPool, WarmSpares and SharedFileSystem are endure's own.
-template <class Message>
-Keys keys_of() {
-  Keys out;
-  const Message message{};
-  Message::fields(message, [&](const char* key, const auto&) { out.emplace_back(key); });
-  return out;
-}
 const Keys kCreateFields = keys_of<api::CreateClusterRequest>();
 const Keys kUpdateFields = keys_of<api::UpdateClusterRequest>();
 const Keys kGroupFields = keys_of<api::InstanceGroupSpec>();
@@ -40,9 +32,6 @@ const Keys kLifeCycleFields = keys_of<api::LifeCycleConfig>();
 constexpr int kMaxNameLength = 63;
 constexpr std::string_view kNamePattern = "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$";
 
-std::string join_path(const std::string& prefix, std::string_view key) {
-  return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
-}
 
 std::string index_path(const std::string& path, size_t i) {
   return path + "[" + std::to_string(i) + "]";
@@ -451,6 +440,10 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
 }
 
 }  // namespace
+
+std::string join_path(const std::string& prefix, std::string_view key) {
+  return prefix.empty() ? std::string(key) : prefix + "." + std::string(key);
+}
 
 void check_known_keys(const json& obj, const std::string& prefix, const Keys& known,
                       Errors& errors) {

@@ -90,4 +90,16 @@ std::optional<std::string> read_string_field(const json& obj, const std::string&
 void check_known_keys(const json& obj, const std::string& prefix,
                       const std::vector<std::string_view>& known, std::vector<FieldError>& errors);
 
+// The fields a typed message of api/ lists, for check_known_keys: one shape on both sides.
+template <class Message>
+std::vector<std::string_view> keys_of() {
+  std::vector<std::string_view> out;
+  const Message message{};
+  Message::fields(message, [&](const char* key, const auto&) { out.emplace_back(key); });
+  return out;
+}
+
+// A field's path under prefix ("TieredStorageConfig.Mode"); the key alone at the top.
+std::string join_path(const std::string& prefix, std::string_view key);
+
 }  // namespace endure::spec

@@ -14,7 +14,7 @@ constexpr const char* kField = "SharedFileSystem";
 const std::vector<std::string_view> kFields = {"DnsName",   "Port",    "User",
                                                "MountName", "HostKey", "IdentityFile"};
 
-std::string at(std::string_view key) { return std::string(kField) + "." + std::string(key); }
+std::string at(std::string_view key) { return join_path(kField, key); }
 
 // The folder goes into sshfs's arguments and sshd's forced command: a plain absolute path.
 std::optional<std::string> check_mount_name(const std::string& path) {

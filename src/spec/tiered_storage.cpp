@@ -10,18 +10,7 @@ namespace {
 
 namespace F = api::field;
 
-// The members the typed message lists: one shape on both sides.
-std::vector<std::string_view> tier_fields() {
-  std::vector<std::string_view> out;
-  const api::TieredStorageConfig message{};
-  api::TieredStorageConfig::fields(message,
-                                   [&](const char* key, const auto&) { out.emplace_back(key); });
-  return out;
-}
-
-std::string tier_field_path(std::string_view key) {
-  return std::string(F::kTieredStorageConfig) + "." + std::string(key);
-}
+std::string tier_field_path(std::string_view key) { return join_path(F::kTieredStorageConfig, key); }
 
 }  // namespace
 
@@ -37,7 +26,7 @@ std::optional<TieredStorageSpec> read_tiered_storage(const json& request,
   }
   const json& obj = *it;
   const size_t before = errors.size();
-  check_known_keys(obj, F::kTieredStorageConfig, tier_fields(), errors);
+  check_known_keys(obj, F::kTieredStorageConfig, keys_of<api::TieredStorageConfig>(), errors);
   TieredStorageSpec tier;
   if (auto mode = obj.find(F::kMode); mode == obj.end()) {
     errors.push_back({tier_field_path(F::kMode), "is required"});

@@ -232,29 +232,25 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
   }
   // Columns added after the first release: a database made before gets them here
   // (SQLite answers "duplicate column" when one is there already).
-  for (const char* column :
+  const std::pair<const char*, std::vector<const char*>> added[] = {
+      {"instances",
        {"health TEXT NOT NULL DEFAULT 'Unknown'", "last_verdict TEXT NOT NULL DEFAULT ''",
         "recovery TEXT NOT NULL DEFAULT ''", "recovery_reason TEXT NOT NULL DEFAULT ''",
         "recovery_stage TEXT NOT NULL DEFAULT ''", "recovery_since REAL NOT NULL DEFAULT 0",
         "reboots INTEGER NOT NULL DEFAULT 0", "replaces TEXT NOT NULL DEFAULT ''",
         "deep_check TEXT NOT NULL DEFAULT 'null'", "deep_result TEXT NOT NULL DEFAULT 'null'",
-        "verdict_time REAL NOT NULL DEFAULT 0"}) {
-    auto s = store->exec(std::string("ALTER TABLE instances ADD COLUMN ") + column + ";");
-    if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
-  }
-  for (const char* column :
+        "verdict_time REAL NOT NULL DEFAULT 0"}},
+      {"clusters",
        {"software_update TEXT NOT NULL DEFAULT 'null'", "removed_slots TEXT NOT NULL DEFAULT '{}'",
-        "applied_memory_store TEXT NOT NULL DEFAULT ''"}) {
-    auto s = store->exec(std::string("ALTER TABLE clusters ADD COLUMN ") + column + ";");
-    if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
-  }
-  for (const char* column : {"memory_store_token TEXT NOT NULL DEFAULT ''"}) {
-    auto s = store->exec(std::string("ALTER TABLE cluster_tokens ADD COLUMN ") + column + ";");
-    if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
-  }
-  for (const char* column : {"overlap INTEGER NOT NULL DEFAULT 0"}) {
-    auto s = store->exec(std::string("ALTER TABLE auto_resumes ADD COLUMN ") + column + ";");
-    if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
+        "applied_memory_store TEXT NOT NULL DEFAULT ''"}},
+      {"cluster_tokens", {"memory_store_token TEXT NOT NULL DEFAULT ''"}},
+      {"auto_resumes", {"overlap INTEGER NOT NULL DEFAULT 0"}},
+  };
+  for (const auto& [table, columns] : added) {
+    for (const char* column : columns) {
+      auto s = store->exec(std::string("ALTER TABLE ") + table + " ADD COLUMN " + column + ";");
+      if (!s && s.error().message.find("duplicate column") == std::string::npos) return s.error();
+    }
   }
   return store;
 }
