@@ -73,7 +73,7 @@ bool split(const std::string& hostport, std::string& host, int& port) {
 }
 
 int measure(const std::string& store, const std::string& token, const std::string& tcp, int mib, int rounds) {
-  endure::ckpt::StoreAddress at{"store"};
+  endure::ckpt::StoreAddress at{"store", "", 0};
   std::string tcp_host;
   int tcp_port = 0;
   if (!split(store, at.address, at.port) || !split(tcp, tcp_host, tcp_port)) {

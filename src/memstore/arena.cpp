@@ -140,11 +140,8 @@ Result<std::unique_ptr<Arena>> Arena::open(const fsys::path& root, uint64_t capa
   if (arena->stats_.used_bytes > capacity) {
     auto drops = evict_for(held, arena->stats_.used_bytes, capacity, 0);
     for (const auto& s : drops.value_or(std::vector<HeldStep>{})) arena->drop_locked(s, true);
-    // Down to the room given: nothing pooled either.
-    for (const auto& [size, file] : arena->pool_) fsys::remove(file, ec);
-    arena->pool_.clear();
-    arena->pool_bytes_ = 0;
     arena->held_locked();
+    arena->trim_pool_locked(0);
   }
   return arena;
 }
@@ -211,6 +208,18 @@ bool Arena::reuse_locked(const fsys::path& part, uint64_t size) {
   return moved;
 }
 
+void Arena::trim_pool_locked(uint64_t incoming) {
+  while (!pool_.empty() && stats_.used_bytes + incoming > stats_.capacity_bytes) {
+    auto largest = std::prev(pool_.end());
+    std::error_code ec;
+    fsys::remove(largest->second, ec);
+    pool_bytes_ -= largest->first;
+    stats_.used_bytes -= largest->first;
+    pool_.erase(largest);
+  }
+  stats_.pool_bytes = pool_bytes_;
+}
+
 void Arena::drop_locked(const HeldStep& s, bool evicted) {
   // Part files of a step being dropped are written on by their Put, whose reservation stays
   // counted until it ends: only whole objects go.
@@ -255,15 +264,7 @@ Result<std::unique_ptr<Put>> Arena::begin_put(const std::string& run, int64_t st
   auto part = dir / fmt::format(".{}{}{:016x}", object, kPartMark, rng());
   bool reused = reuse_locked(part, size);
   held_locked();
-  // What the pool holds beyond the room left goes, largest first.
-  while (!pool_.empty() && stats_.used_bytes + size > stats_.capacity_bytes) {
-    auto largest = std::prev(pool_.end());
-    std::error_code ec;
-    fsys::remove(largest->second, ec);
-    pool_bytes_ -= largest->first;
-    stats_.used_bytes -= largest->first;
-    pool_.erase(largest);
-  }
+  trim_pool_locked(size);
   int fd = ::open(part.c_str(), O_RDWR | O_CREAT | (reused ? 0 : O_EXCL) | O_CLOEXEC, 0600);
   if (fd < 0) return fs::io_error("create", part);
   reserved_ += size;

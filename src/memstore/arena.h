@@ -131,6 +131,8 @@ class Arena {
   void drop_locked(const HeldStep& s, bool evicted);
   // A dropped object's file kept for a later object's bytes (pool_), or unlinked.
   void recycle_locked(const std::filesystem::path& file, uint64_t size);
+  // Unlinks pooled files, largest first, until `incoming` more bytes fit in the room given.
+  void trim_pool_locked(uint64_t incoming);
   // Takes a pooled file of at least `size` bytes as `part` (false: none).
   bool reuse_locked(const std::filesystem::path& part, uint64_t size);
   void finish_put(const Put& put, bool committed);

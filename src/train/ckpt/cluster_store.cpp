@@ -15,8 +15,10 @@ struct ClusterStoreClient::Conn {
   std::mutex mu;
   httplib::Client client;
   int data_fd = -1;  // the data path's connection, opened on first use, closed on any error
-  ~Conn() {
+  ~Conn() { drop_data(); }
+  void drop_data() {
     if (data_fd >= 0) ::close(data_fd);
+    data_fd = -1;
   }
   Conn(const StoreAddress& at, double timeout) : client(at.address, at.port) {
     auto sec = static_cast<time_t>(timeout);
@@ -52,9 +54,6 @@ bool ok(const httplib::Result& r) { return r && r->status >= 200 && r->status < 
 
 }  // namespace
 
-std::string shard_object(int rank) { return fmt::format("rank-{:05d}.shard", rank); }
-std::string descriptor_object(int rank) { return fmt::format("rank-{:05d}.json", rank); }
-
 ClusterStoreClient::ClusterStoreClient(std::string token, double timeout_seconds)
     : token_(std::move(token)), timeout_seconds_(timeout_seconds) {}
 ClusterStoreClient::~ClusterStoreClient() = default;
@@ -75,8 +74,7 @@ ClusterStoreClient::Conn& ClusterStoreClient::conn(const StoreAddress& at) {
 Result<json> ClusterStoreClient::data_request(Conn& c, const StoreAddress& at, json header,
                                               const void* body, size_t body_size) {
   auto drop = [&](Error e) -> Result<json> {
-    if (c.data_fd >= 0) ::close(c.data_fd);
-    c.data_fd = -1;
+    c.drop_data();
     return e;
   };
   for (int attempt = 0;; ++attempt) {
@@ -127,6 +125,14 @@ Status ClusterStoreClient::put(const StoreAddress& at, const std::string& run, i
   return Status::Ok();
 }
 
+Status ClusterStoreClient::receive(Conn& c, const StoreAddress& at, void* dest, size_t size) {
+  if (auto got = net::recv_all(c.data_fd, dest, size); !got) {
+    c.drop_data();
+    return make_error("StoreUnreachable", "memory store " + where(at) + ": " + got.error().message);
+  }
+  return Status::Ok();
+}
+
 Result<std::string> ClusterStoreClient::get(const StoreAddress& at, const std::string& run, int64_t step,
                                             const std::string& object) {
   auto& c = conn(at);
@@ -134,11 +140,7 @@ Result<std::string> ClusterStoreClient::get(const StoreAddress& at, const std::s
   auto reply = data_request(c, at, {{"Op", "Get"}, {"Run", run}, {"Step", step}, {"Object", object}});
   if (!reply) return reply.error();
   std::string bytes(reply->value("Bytes", uint64_t{0}), '\0');
-  if (auto got = net::recv_all(c.data_fd, bytes.data(), bytes.size()); !got) {
-    ::close(c.data_fd);
-    c.data_fd = -1;
-    return make_error("StoreUnreachable", "memory store " + where(at) + ": " + got.error().message);
-  }
+  if (auto got = receive(c, at, bytes.data(), bytes.size()); !got) return got.error();
   return bytes;
 }
 
@@ -151,17 +153,11 @@ Status ClusterStoreClient::get_into(const StoreAddress& at, const std::string& r
   uint64_t bytes = reply->value("Bytes", uint64_t{0});
   if (bytes != size) {
     // The object's bytes are on their way: the connection is given up, not read through.
-    ::close(c.data_fd);
-    c.data_fd = -1;
+    c.drop_data();
     return make_error("ShardSize", fmt::format("memory store {}: {} step {} {} is {} bytes, not {}", where(at),
                                                run, step, object, bytes, size));
   }
-  if (auto got = net::recv_all(c.data_fd, dest, size); !got) {
-    ::close(c.data_fd);
-    c.data_fd = -1;
-    return make_error("StoreUnreachable", "memory store " + where(at) + ": " + got.error().message);
-  }
-  return Status::Ok();
+  return receive(c, at, dest, size);
 }
 
 Result<json> ClusterStoreClient::steps(const StoreAddress& at, const std::string& run) {

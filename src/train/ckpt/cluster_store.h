@@ -35,7 +35,9 @@ class ClusterStoreClient {
   explicit ClusterStoreClient(std::string token, double timeout_seconds = 30);
   ~ClusterStoreClient();
 
-  // Stores an object (the bytes of [data, data + size)), replacing one of the same name.
+  // Objects are named as in a checkpoint folder (format.h: shard_name(), descriptor_name(),
+  // kManifestName). Stores an object (the bytes of [data, data + size)), replacing one of
+  // the same name.
   // "InsufficientStorage" when the store has no room for it.
   Status put(const StoreAddress& at, const std::string& run, int64_t step, const std::string& object,
              const void* data, size_t size);
@@ -57,15 +59,12 @@ class ClusterStoreClient {
   Conn& conn(const StoreAddress& at);
   Result<json> data_request(Conn& c, const StoreAddress& at, json header, const void* body = nullptr,
                             size_t body_size = 0);
+  // A get's bytes after its reply; the connection is given up when they do not all come.
+  Status receive(Conn& c, const StoreAddress& at, void* dest, size_t size);
   std::string token_;
   double timeout_seconds_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Conn>> conns_;
 };
-
-// The object names of the memory tier, as in a checkpoint folder (checkpoint.h).
-std::string shard_object(int rank);       // rank-<5 digits>.shard
-std::string descriptor_object(int rank);  // rank-<5 digits>.json
-inline constexpr const char* kManifestObject = "MANIFEST.json";
 
 }  // namespace endure::ckpt

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/error_codes.h"
+#include "train/ckpt/format.h"
 
 namespace endure::ckpt {
 
@@ -33,9 +34,9 @@ Result<std::vector<std::string>> ClusterTier::save(int64_t step, const void* sha
   std::vector<std::thread> sending;
   for (size_t i = 0; i < h.size(); ++i)
     sending.emplace_back([&, i] {
-      done[i] = client_.put(store(h[i]), options_.run, step, shard_object(options_.rank), shard, size);
+      done[i] = client_.put(store(h[i]), options_.run, step, shard_name(options_.rank), shard, size);
       if (done[i])
-        done[i] = client_.put(store(h[i]), options_.run, step, descriptor_object(options_.rank),
+        done[i] = client_.put(store(h[i]), options_.run, step, descriptor_name(options_.rank),
                               descriptor.data(), descriptor.size());
     });
   for (auto& t : sending) t.join();
@@ -56,7 +57,6 @@ Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const Manifes
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
   std::set<int> waiting;
   for (int r = 0; r < options_.world; ++r) waiting.insert(r);
-  const std::string want_step = std::to_string(step);
   while (!waiting.empty()) {
     // One listing per store: which ranks' descriptors of the step it has.
     std::map<std::string, std::set<std::string>> objects;
@@ -69,7 +69,7 @@ Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const Manifes
     }
     for (auto it = waiting.begin(); it != waiting.end();) {
       bool whole = true;
-      for (const auto& node : holders(*it)) whole = whole && objects[node].count(descriptor_object(*it));
+      for (const auto& node : holders(*it)) whole = whole && objects[node].count(descriptor_name(*it));
       it = whole ? waiting.erase(it) : std::next(it);
     }
     if (waiting.empty()) break;
@@ -84,7 +84,7 @@ Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const Manifes
   for (int r = 0; r < options_.world; ++r) {
     Result<std::string> text = make_error("NoCopy", "");
     for (const auto& node : holders(r))
-      if ((text = client_.get(store(node), options_.run, step, descriptor_object(r)))) break;
+      if ((text = client_.get(store(node), options_.run, step, descriptor_name(r)))) break;
     if (!text) return text.error();
     descriptors.push_back(std::move(*text));
   }
@@ -92,7 +92,7 @@ Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const Manifes
   if (!manifest) return manifest.error();
   std::vector<std::string> written;
   for (const auto& [node, at] : options_.config.stores)
-    if (client_.put(at, options_.run, step, kManifestObject, manifest->data(), manifest->size()))
+    if (client_.put(at, options_.run, step, kManifestName, manifest->data(), manifest->size()))
       written.push_back(node);
   if (written.empty())
     return make_error("NoCopy", fmt::format("memory tier step {}: no store took the manifest", step));
@@ -100,21 +100,11 @@ Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const Manifes
 }
 
 std::optional<std::pair<int64_t, std::string>> ClusterTier::newest_committed() {
-  int64_t newest = -1;
-  std::string holder;
-  for (const auto& [node, at] : options_.config.stores) {
-    auto listed = client_.steps(at, options_.run);
-    if (!listed) continue;
-    for (const auto& s : (*listed)["Steps"])
-      if (s.value("Complete", false) && s.value("Step", int64_t{-1}) > newest) {
-        newest = s.value("Step", int64_t{-1});
-        holder = node;
-      }
-  }
-  if (newest < 0) return std::nullopt;
-  auto text = client_.get(store(holder), options_.run, newest, kManifestObject);
+  auto steps = committed_steps();
+  if (steps.empty()) return std::nullopt;
+  auto text = manifest(steps.front());
   if (!text) return std::nullopt;
-  return std::make_pair(newest, std::move(*text));
+  return std::make_pair(steps.front(), std::move(*text));
 }
 
 std::vector<int64_t> ClusterTier::committed_steps() {
@@ -131,7 +121,7 @@ std::vector<int64_t> ClusterTier::committed_steps() {
 Result<std::string> ClusterTier::manifest(int64_t step) {
   Error last = make_error(errors::kResourceNotFound, fmt::format("memory tier step {}: no manifest", step));
   for (const auto& [node, at] : options_.config.stores) {
-    auto text = client_.get(at, options_.run, step, kManifestObject);
+    auto text = client_.get(at, options_.run, step, kManifestName);
     if (text) return text;
     last = text.error();
   }
@@ -141,7 +131,7 @@ Result<std::string> ClusterTier::manifest(int64_t step) {
 Result<FirstGood<std::string>> ClusterTier::read_descriptor(
     int64_t step, int rank, const std::function<Status(const std::string&)>& check) {
   std::function<Result<std::string>(const Candidate&)> read = [&](const Candidate& c) -> Result<std::string> {
-    auto text = client_.get(store(c.where), options_.run, step, descriptor_object(rank));
+    auto text = client_.get(store(c.where), options_.run, step, descriptor_name(rank));
     if (!text) return text.error();
     if (auto ok = check(*text); !ok) return ok.error();
     return text;
@@ -152,7 +142,7 @@ Result<FirstGood<std::string>> ClusterTier::read_descriptor(
 Result<FirstGood<bool>> ClusterTier::read_shard(int64_t step, int rank, void* dest, size_t size,
                                                 const std::function<Status(const void*, size_t)>& verify) {
   std::function<Result<bool>(const Candidate&)> read = [&](const Candidate& c) -> Result<bool> {
-    if (auto got = client_.get_into(store(c.where), options_.run, step, shard_object(rank), dest, size); !got)
+    if (auto got = client_.get_into(store(c.where), options_.run, step, shard_name(rank), dest, size); !got)
       return got.error();
     if (auto ok = verify(dest, size); !ok) return ok.error();
     return true;

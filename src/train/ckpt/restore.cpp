@@ -138,12 +138,10 @@ Status check_layout(const std::filesystem::path& dir, const json& shard) {
   return {};
 }
 
-// Reads a shard of `step` straight into the caller's buffers, every chunk verified on the
-// way, from a folder or (`store` given) the S3 tier. REQUIRES: check_layout(dir, shard).
-Status read_shard(const std::filesystem::path& dir, int64_t step, const json& shard,
-                  const std::vector<MutableBuffer>& buffers, const S3Store* store = nullptr) {
-  auto path = dir / shard.value("file", "");
-  uint8_t header[kShardHeaderBytes];
+// Where a shard's bytes go: `header`, then each of the shard's buffers into the caller's
+// buffer of that name, which must be of its size. REQUIRES: check_layout(shard).
+Result<std::vector<Segment>> shard_segments(const json& shard, const std::vector<MutableBuffer>& buffers,
+                                            uint8_t* header) {
   std::vector<Segment> segments = {{header, kShardHeaderBytes}};
   for (const auto& b : shard["buffers"]) {
     std::string name = b.value("name", "");
@@ -155,9 +153,20 @@ Status read_shard(const std::filesystem::path& dir, int64_t step, const json& sh
     }
     segments.push_back({static_cast<uint8_t*>(it->data), n});
   }
-  Status s = store ? store->read_verified(step, shard, segments)
+  return segments;
+}
+
+// Reads a shard of `step` straight into the caller's buffers, every chunk verified on the
+// way, from a folder or (`store` given) the S3 tier. REQUIRES: check_layout(dir, shard).
+Status read_shard(const std::filesystem::path& dir, int64_t step, const json& shard,
+                  const std::vector<MutableBuffer>& buffers, const S3Store* store = nullptr) {
+  auto path = dir / shard.value("file", "");
+  uint8_t header[kShardHeaderBytes];
+  auto segments = shard_segments(shard, buffers, header);
+  if (!segments) return segments.error();
+  Status s = store ? store->read_verified(step, shard, *segments)
                    : read_verified(path, shard.value("size", 0ULL), shard.value("chunk_bytes", size_t{0}),
-                                   shard["chunks"], segments);
+                                   shard["chunks"], *segments);
   if (s && std::memcmp(header, kShardMagic, 8) != 0) {
     s = make_error("CorruptCheckpoint", path.string() + ": not a shard (magic)");
   }
@@ -169,32 +178,26 @@ Status read_shard(const std::filesystem::path& dir, int64_t step, const json& sh
 // came from, for the log and the report. REQUIRES: check_layout(shard).
 Result<Candidate> read_cluster_shard(ClusterTier& cluster, int64_t step, int rank, const json& shard,
                                      const std::vector<MutableBuffer>& buffers) {
+  const std::string what = fmt::format("the cluster memory tier's rank {} of step {}", rank, step);
   const size_t size = shard.value("size", size_t{0});
   const size_t chunk_bytes = shard.value("chunk_bytes", size_t{0});
-  for (const auto& b : shard["buffers"]) {
-    auto it = std::find_if(buffers.begin(), buffers.end(), [&](auto& m) { return m.name == b.value("name", ""); });
-    if (it == buffers.end() || it->size != b.value("size", size_t{0}))
-      return make_error("ValidationException", "buffers: \"" + b.value("name", "") + "\" of " +
-                                                   std::to_string(b.value("size", size_t{0})) +
-                                                   " bytes must be given with that size");
-  }
-  if (chunk_bytes == 0) return make_error("CorruptCheckpoint", "cluster copy: no chunk size");
+  uint8_t header[kShardHeaderBytes];
+  auto segments = shard_segments(shard, buffers, header);
+  if (!segments) return segments.error();
+  if (auto counted = chunk_count(what, size, chunk_bytes, shard["chunks"]); !counted) return counted.error();
   std::vector<uint8_t> bytes(size);
   auto got = cluster.read_shard(step, rank, bytes.data(), size, [&](const void* data, size_t n) -> Status {
     auto sums = chunk_checksums(static_cast<const uint8_t*>(data), n, chunk_bytes);
-    if (json(sums) != shard["chunks"]) return make_error("ChecksumMismatch", "a chunk's checksum differs");
-    if (n < kShardHeaderBytes || std::memcmp(data, kShardMagic, 8) != 0)
-      return make_error("CorruptCheckpoint", "not a shard (magic)");
+    for (size_t i = 0; i < sums.size(); ++i)
+      if (sums[i] != shard["chunks"][i]) return chunk_fails(what, i, chunk_bytes);
+    if (std::memcmp(data, kShardMagic, 8) != 0) return make_error("CorruptCheckpoint", what + ": not a shard (magic)");
     return {};
   });
   if (!got) return got.error();
   for (const auto& m : got->missed)
     log::warn("checkpoint step {}: rank {}'s copy on {} {} passed over: {}", step, rank, name(m.from.source),
               m.from.where, m.error.message);
-  for (const auto& b : shard["buffers"]) {
-    auto it = std::find_if(buffers.begin(), buffers.end(), [&](auto& m) { return m.name == b.value("name", ""); });
-    std::memcpy(it->data, bytes.data() + b.value("offset", size_t{0}), it->size);
-  }
+  SegmentMap(*segments).scatter(0, bytes.data(), size);
   return got->from;
 }
 
