@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "endure/comm.h"
@@ -28,6 +29,13 @@ struct Ranks {
 // variable that is not a number in range.
 Result<Ranks> ranks_from(const std::map<std::string, std::string>& env);
 std::map<std::string, std::string> environment();
+
+// The node of every rank, by rank, as Slurm's default (block) distribution places them:
+// the step's nodes (SLURM_STEP_NODELIST, else SLURM_JOB_NODELIST) in order, each with its
+// count of SLURM_STEP_TASKS_PER_NODE ("2(x3),1"), else SLURM_TASKS_PER_NODE. Empty outside
+// Slurm; "ValidationException" naming the variable when they do not place `world` ranks.
+Result<std::vector<std::string>> rank_nodes_from(const std::map<std::string, std::string>& env,
+                                                 int world);
 
 // The communicator of these ranks, met in `folder` (made when missing). One rank: no
 // rendezvous at all.

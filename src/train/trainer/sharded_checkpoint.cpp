@@ -32,8 +32,9 @@ json layout_json(const zero::Layout& layout) {
   return json{{"world", layout.world()}, {"units", units}};
 }
 
-Status restore_state(const ckpt::Checkpointer& ckpt, const ckpt::CheckpointInfo& info, int rank,
-                     zero::Engine& engine) {
+Result<ckpt::CheckpointInfo> restore_state(const ckpt::Checkpointer& ckpt,
+                                           const ckpt::CheckpointInfo& info, int rank,
+                                           zero::Engine& engine) {
   const zero::Layout& now = engine.layout();
   const json saved = info.user.value("layout", json());
   json units = layout_json(now)["units"];
@@ -49,11 +50,16 @@ Status restore_state(const ckpt::Checkpointer& ckpt, const ckpt::CheckpointInfo&
   const zero::Layout then(ranges, saved["world"].get<int>());
   auto parts = engine.state();
 
+  ckpt::CheckpointInfo read = info;
   if (then.world() == now.world()) {
     std::vector<ckpt::MutableBuffer> buffers;
     for (const auto& p : parts) buffers.push_back({p.name, p.data, p.floats * sizeof(float)});
-    if (auto loaded = ckpt.load_into(info.step, buffers); !loaded) return loaded.error();
+    auto loaded = ckpt.load_into(info.step, buffers);
+    if (!loaded) return loaded.error();
+    read = std::move(*loaded);
   } else {
+    read.tiers = {"resharded"};
+    read.bytes_read = 0;
     // Each old rank's shard is read once, when a piece first needs it.
     std::map<int, ckpt::Loaded> old;
     for (const auto& p : parts) {
@@ -61,6 +67,7 @@ Status restore_state(const ckpt::Checkpointer& ckpt, const ckpt::CheckpointInfo&
         if (!old.count(piece.from_rank)) {
           auto loaded = ckpt.load_rank(info.step, piece.from_rank);
           if (!loaded) return loaded.error();
+          for (const auto& [name, bytes] : loaded->buffers) read.bytes_read += bytes.size();
           old[piece.from_rank] = std::move(*loaded);
         }
         const auto& buffers = old[piece.from_rank].buffers;
@@ -76,7 +83,8 @@ Status restore_state(const ckpt::Checkpointer& ckpt, const ckpt::CheckpointInfo&
       }
     }
   }
-  return engine.restored(info.user.value("adam_step", int64_t{0}));
+  if (auto s = engine.restored(info.user.value("adam_step", int64_t{0})); !s) return s.error();
+  return read;
 }
 
 }  // namespace endure::train

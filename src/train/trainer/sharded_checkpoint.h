@@ -27,9 +27,11 @@ Result<model::AdamWSlice> next_state(ckpt::Checkpointer& ckpt, zero::Engine& eng
 json layout_json(const zero::Layout& layout);
 
 // Restores rank `rank`'s parts of `info` (a step every rank restores) into the engine,
-// resharding when another world size saved it, and then the engine's whole buffers.
+// resharding when another world size saved it, and then the engine's whole buffers; what
+// was read (its tier, "resharded" when read from the old ranks' shards, and its bytes).
 // "ValidationException" when the checkpoint's units are not this model's.
-Status restore_state(const ckpt::Checkpointer& ckpt, const ckpt::CheckpointInfo& info, int rank,
-                     zero::Engine& engine);
+Result<ckpt::CheckpointInfo> restore_state(const ckpt::Checkpointer& ckpt,
+                                           const ckpt::CheckpointInfo& info, int rank,
+                                           zero::Engine& engine);
 
 }  // namespace endure::train

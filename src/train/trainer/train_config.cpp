@@ -1,6 +1,7 @@
 #include "train/trainer/train_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <functional>
 #include <limits>
@@ -61,6 +62,22 @@ Field path(std::filesystem::path TrainConfig::*member) {
           [member](const TrainConfig& c) { return json((c.*member).string()); }};
 }
 
+Field choice(std::string TrainConfig::*member, std::vector<std::string> allowed) {
+  return {[member, allowed](const json& v, TrainConfig* c) -> Status {
+            if (v.is_string()) {
+              for (const auto& a : allowed) {
+                if (v.get<std::string>() == a) {
+                  c->*member = a;
+                  return Status::Ok();
+                }
+              }
+            }
+            return invalid(
+                fmt::format("must be one of {}, got {}", fmt::join(allowed, ", "), v.dump()));
+          },
+          [member](const TrainConfig& c) { return json(c.*member); }};
+}
+
 const std::map<std::string, Field>& fields() {
   static const std::map<std::string, Field> table = {
       {"data", path(&TrainConfig::data)},
@@ -96,6 +113,10 @@ const std::map<std::string, Field>& fields() {
       {"ckpt_memory", path(&TrainConfig::ckpt_memory)},
       {"ckpt_disk_duty", number(&TrainConfig::ckpt_disk_duty, 0.01f, 1)},
       {"ckpt_s3", path(&TrainConfig::ckpt_s3)},
+      {"ckpt_cluster", choice(&TrainConfig::ckpt_cluster, {"auto", "on", "off"})},
+      {"ckpt_cluster_every", integer<int64_t>(&TrainConfig::ckpt_cluster_every, 1)},
+      {"ckpt_replicas", integer(&TrainConfig::ckpt_replicas, 0, 64)},
+      {"ckpt_cluster_config", path(&TrainConfig::ckpt_cluster_config)},
       {"log", path(&TrainConfig::log)},
       {"zero", integer(&TrainConfig::zero, 0, 3)},
       {"global_batch", integer(&TrainConfig::global_batch, 0, 1 << 24)},
@@ -137,6 +158,15 @@ const std::map<std::string, std::string>& docs() {
       {"ckpt_s3",
        "S3 tier behind --ckpt-dir, s3://BUCKET/PREFIX, uploaded in the background (empty: "
        "none; configured from AWS_* variables or the shared credentials file)"},
+      {"ckpt_cluster",
+       "cluster memory tier, each rank's shard in its node's memory store and its peers' "
+       "(TieredStorageConfig): auto (where the node has one), on (required) or off"},
+      {"ckpt_cluster_every",
+       "with the cluster memory tier, steps between saves to it (ckpt_every's go to every tier)"},
+      {"ckpt_replicas",
+       "with the cluster memory tier, peer nodes holding a copy of each shard, 0 to 64"},
+      {"ckpt_cluster_config",
+       "folder of the node's memory_store.json and resource_config.json (empty: the node's own)"},
       {"log", "file the JSON step lines are appended to, besides stdout (empty: none)"},
       {"zero",
        "0: plain data parallel; 1, 2, 3: the ZeRO stage (moments, + gradients, + "
@@ -182,6 +212,9 @@ Result<TrainConfig> TrainConfig::from_json(const json& j) {
   const bool tiers = !c.ckpt_local.empty() || !c.ckpt_memory.empty();
   if (tiers && c.ckpt_dir.empty()) {
     return invalid("ckpt_local and ckpt_memory are tiers of ckpt_dir: give ckpt_dir too");
+  }
+  if (c.ckpt_cluster == "on" && c.ckpt_dir.empty()) {
+    return invalid("ckpt_cluster on is a tier of ckpt_dir: give ckpt_dir too");
   }
   if (!c.ckpt_dir.empty() && c.ckpt_every == 0) {
     return invalid("ckpt_every must be positive when ckpt_dir is given");

@@ -6,7 +6,9 @@
 //    "warmup": 100, "weight_decay": 0.1, "clip": 1.0, "seed": 0, "threads": 0,
 //    "eval_every": 100, "eval_batches": 8,
 //    "ckpt_dir": "DIR", "ckpt_every": 100, "keep_last": 3, "keep_every": 0,
-//    "ckpt_local": "", "ckpt_memory": "", "ckpt_disk_duty": 0.25, "ckpt_s3": "", "log": "",
+//    "ckpt_local": "", "ckpt_memory": "", "ckpt_disk_duty": 0.25, "ckpt_s3": "",
+//    "ckpt_cluster": "auto", "ckpt_cluster_every": 1, "ckpt_replicas": 1,
+//    "ckpt_cluster_config": "", "log": "",
 //    "zero": 0, "global_batch": 0, "bucket_mb": 8, "rendezvous": "", "comm_timeout": 120,
 //    "peak_tflops": 0}
 #pragma once
@@ -56,7 +58,16 @@ struct TrainConfig {
   // s3:// prefix: the checkpoints are then staged in ckpt_local (a temp folder when not
   // given), which every rank must see, and kept in S3.
   std::filesystem::path ckpt_s3;
-  std::filesystem::path log;          // JSON lines appended here as well as to stdout
+  // The cluster memory tier (endure/checkpoint.h, Options::cluster_node), on a cluster
+  // whose TieredStorageConfig enables it (the node has memory_store.json): "auto" uses it
+  // where the node has it, "on" requires it, "off" never. With it, a save every
+  // ckpt_cluster_every steps goes to it alone and every ckpt_every steps to every tier.
+  std::string ckpt_cluster = "auto";
+  int64_t ckpt_cluster_every = 1;
+  int ckpt_replicas = 1;  // peers holding a copy of each rank's shard (K)
+  // Where memory_store.json and resource_config.json are (empty: the node's own folder).
+  std::filesystem::path ckpt_cluster_config;
+  std::filesystem::path log;  // JSON lines appended here as well as to stdout
   // Across ranks (srun's tasks: SLURM_PROCID of SLURM_NTASKS). global_batch: sequences per
   // optimizer step over every rank, kept on any world size through micro-batches of
   // `batch` (0: batch x grad_accum x world).

@@ -133,8 +133,9 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
   if (rendezvous.empty() && !folders.dir.empty()) rendezvous = folders.dir / "rendezvous";
   // A temp folder of one node cannot stage the checkpoints of ranks on several.
   if (ranks->world > 1 && config.ckpt_s3_uri() && config.ckpt_local.empty()) {
-    return invalid("ckpt_dir " + config.ckpt_dir.string() + " with " + std::to_string(ranks->world) +
-                   " ranks: give ckpt_local, a folder every rank sees, to stage the checkpoints in");
+    return invalid(
+        "ckpt_dir " + config.ckpt_dir.string() + " with " + std::to_string(ranks->world) +
+        " ranks: give ckpt_local, a folder every rank sees, to stage the checkpoints in");
   }
   if (ranks->world > 1 && rendezvous.empty()) {
     return invalid("rendezvous: " + std::to_string(ranks->world) +
@@ -173,6 +174,9 @@ Result<std::unique_ptr<Trainer>> Trainer::open(const TrainConfig& config) {
     o.memory_dir = config.ckpt_memory;
     o.disk_duty = config.ckpt_disk_duty;
     o.s3 = folders.s3;
+    auto cluster = cluster_tier_options(config, *ranks, environment(), &o);
+    if (!cluster) return cluster.error();
+    impl->cluster_tier = *cluster;
     auto ckpt = ckpt::Checkpointer::open(o);
     if (!ckpt.ok()) return make_error(ckpt.error().code, "ckpt_dir: " + ckpt.error().message);
     impl->ckpt = std::move(*ckpt);
@@ -236,6 +240,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
   t.emit({{"start", true},
           {"resumed_from", t.resumed_from ? json(*t.resumed_from) : json()},
           {"resumed_tier", t.resumed_from ? json(t.resumed_tier) : json()},
+          {"cluster_memory_tier", t.cluster_tier},
           {"auto_resume_count", resume_count ? std::atoll(resume_count) : 0},
           {"auto_resume_reason", resume_reason ? resume_reason : ""},
           {"slurm_restart_count", restart_count ? std::atoll(restart_count) : 0},
@@ -250,6 +255,7 @@ Result<RunSummary> Trainer::run(const std::atomic<bool>* stop) {
           {"tokens_per_step", tokens_per_step},
           {"train_tokens", t.train->tokens()},
           {"model", t.model_config.to_json()}});
+  for (const auto& line : t.restore_lines) t.emit(line);
 
   RunSummary summary;
   const double start = now_seconds();

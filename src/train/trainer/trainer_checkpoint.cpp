@@ -3,6 +3,9 @@
 // the optimizer step itself), and the run's last save made durable.
 #include <fmt/format.h>
 
+#include <cstdio>
+
+#include "train/ckpt/cluster_tier_config.h"
 #include "train/trainer/trainer_impl.h"
 
 namespace endure::train {
@@ -29,55 +32,160 @@ Status Trainer::Impl::check_checkpoint() {
   return Status::Ok();
 }
 
-// Every rank restores rank 0's newest step, resharded when another world size saved it.
+Result<bool> cluster_tier_options(const TrainConfig& c, const Ranks& ranks,
+                                  const std::map<std::string, std::string>& env, ckpt::Options* o) {
+  if (c.ckpt_cluster == "off" || c.ckpt_dir.empty()) return false;
+  const auto files = ckpt::ClusterTierFiles::node();
+  const std::filesystem::path store_file =
+      c.ckpt_cluster_config.empty() ? files.memory_store
+                                    : c.ckpt_cluster_config / files.memory_store.filename();
+  auto nodes = rank_nodes_from(env, ranks.world);
+  if (!nodes) return make_error(nodes.error().code, "ckpt_cluster: " + nodes.error().message);
+  auto node = env.find("SLURMD_NODENAME");
+  std::string off;
+  if (!std::filesystem::exists(store_file)) {
+    off = store_file.string() +
+          " is not there: the cluster's TieredStorageConfig does not enable the tier";
+  } else if (node == env.end() || node->second.empty() || nodes->empty()) {
+    off = "SLURMD_NODENAME and SLURM_STEP_NODELIST name no nodes: not a Slurm step";
+  }
+  if (!off.empty()) {
+    if (c.ckpt_cluster == "on") return invalid("ckpt_cluster on: " + off);
+    return false;
+  }
+  o->cluster_node = node->second;
+  o->cluster_rank_nodes = std::move(*nodes);
+  o->cluster_replicas = c.ckpt_replicas;
+  o->cluster_config_dir = c.ckpt_cluster_config;
+  return true;
+}
+
+// One step's restore on this rank, from its nearest copy that verifies; what it read.
+Result<ckpt::CheckpointInfo> Trainer::Impl::restore_step(const ckpt::CheckpointInfo& info) {
+  const json& user = info.user;
+  if (!user.contains("model") || user["model"] != model_config.to_json()) {
+    return invalid("step " + std::to_string(info.step) + " is of another model");
+  }
+  auto read = restore_state(*ckpt, info, ranks.rank, *engine);
+  if (!read) return read.error();
+  auto position = data::LoaderPosition::from_json(user.value("loader", json()));
+  if (!position) return position.error();
+  if (auto s = train->restore(*position); !s) return s.error();
+  return read;
+}
+
+// Every rank restores the same step: the newest that every rank can read, each rank from
+// its nearest tier. Rank 0 names the candidates (the valid steps it sees, newest first);
+// a step that any rank cannot read whole (its copies lost with two nodes, or damaged in
+// every tier) gives way to the next older one, and the log says so. A rank never mixes
+// steps: the engine holds one step's state once every rank has read that step.
 Status Trainer::Impl::restore() {
-  int64_t agreed = latest ? latest->step : -1;
-  if (auto s = comm->broadcast(&agreed, sizeof agreed, 0); !s) return s;
-  if (agreed != (latest ? latest->step : -1)) {
-    return make_error("CorruptCheckpoint", "rank " + std::to_string(ranks.rank) + " sees step " +
-                                               std::to_string(latest ? latest->step : -1) +
-                                               " as the newest checkpoint in " +
-                                               config.ckpt_dir.string() + " and rank 0 step " +
-                                               std::to_string(agreed));
+  std::vector<int64_t> steps;
+  std::map<int64_t, ckpt::CheckpointInfo> mine;
+  for (auto& info : ckpt->list()) {
+    if (!info.valid) continue;
+    if (ranks.rank == 0) steps.push_back(info.step);
+    mine[info.step] = std::move(info);
   }
-  if (!latest) return Status::Ok();
-  if (auto s = restore_state(*ckpt, *latest, ranks.rank, *engine); !s) {
-    return make_error(s.error().code,
-                      "restoring from " + config.ckpt_dir.string() + ": " + s.error().message);
+  int64_t count = static_cast<int64_t>(steps.size());
+  if (auto s = comm->broadcast(&count, sizeof count, 0); !s) return s;
+  steps.resize(static_cast<size_t>(count));
+  if (count > 0) {
+    if (auto s = comm->broadcast(steps.data(), steps.size() * sizeof(int64_t), 0); !s) return s;
   }
-  const json& u = latest->user;
-  step = latest->step;
-  saved_step = latest->step;
-  resumed_from = latest->step;
-  resumed_tier = latest->tiers.empty() ? "" : latest->tiers.front();
-  if (u.value("threads", threads) != threads) {
-    emit({{"warning", "the checkpoint was made with " + std::to_string(u.value("threads", 0)) +
-                          " threads and this run has " + std::to_string(threads) +
-                          ": results are deterministic for one thread count, so they will "
-                          "differ in the last bits from a run that kept its threads"}});
+  for (int64_t candidate : steps) {
+    const double t0 = now_seconds();
+    auto it = mine.find(candidate);
+    Result<ckpt::CheckpointInfo> read =
+        it == mine.end() ? Result<ckpt::CheckpointInfo>(make_error(
+                               "NoCheckpoint", "this rank sees no step " +
+                                                   std::to_string(candidate) + " in any tier"))
+                         : restore_step(it->second);
+    float failed = read ? 0.0f : 1.0f;
+    if (!read) {
+      std::fprintf(stderr, "endure-train rank %d: step %lld: %s\n", ranks.rank,
+                   static_cast<long long>(candidate), read.error().message.c_str());
+    }
+    if (ranks.world > 1) {
+      if (auto s = comm->all_reduce(&failed, 1); !s) return s;
+    }
+    if (failed > 0) {
+      restore_lines.push_back(
+          json{{"restore_fell_back", candidate},
+               {"ranks_failed", static_cast<int>(failed)},
+               {"reason", read ? "another rank could not read it (its stderr says why)"
+                               : read.error().message}});
+      continue;
+    }
+    auto from = gather_restored(*read);
+    if (!from) return from.error();
+    const json& u = it->second.user;
+    step = candidate;
+    saved_step = candidate;
+    resumed_from = candidate;
+    resumed_tier = read->tiers.empty() ? "" : read->tiers.front();
+    restore_lines.push_back(
+        json{{"restored", candidate}, {"restore_ms", (now_seconds() - t0) * 1e3}, {"from", *from}});
+    if (u.value("threads", threads) != threads) {
+      restore_lines.push_back(
+          json{{"warning", "the checkpoint was made with " + std::to_string(u.value("threads", 0)) +
+                               " threads and this run has " + std::to_string(threads) +
+                               ": results are deterministic for one thread count, so they will "
+                               "differ in the last bits from a run that kept its threads"}});
+    }
+    if (u.value("layout", json()).value("world", ranks.world) != ranks.world ||
+        u.value("zero", config.zero) != config.zero) {
+      restore_lines.push_back(json{{"resharded", true},
+                                   {"from_world", u["layout"]["world"]},
+                                   {"from_zero", u.value("zero", 0)},
+                                   {"world", ranks.world},
+                                   {"zero", config.zero}});
+    }
+    return Status::Ok();
   }
-  if (u.value("layout", json()).value("world", ranks.world) != ranks.world ||
-      u.value("zero", config.zero) != config.zero) {
-    emit({{"resharded", true},
-          {"from_world", u["layout"]["world"]},
-          {"from_zero", u.value("zero", 0)},
-          {"world", ranks.world},
-          {"zero", config.zero}});
+  if (steps.empty()) return Status::Ok();
+  return make_error("CorruptCheckpoint", "no step of " + config.ckpt_dir.string() +
+                                             " that every rank can read (" +
+                                             std::to_string(steps.size()) +
+                                             " tried, newest first; each rank's stderr says why)");
+}
+
+// Where each rank's restore read from, by rank, on rank 0 (the others get an empty list):
+// each rank's tier and bytes sent to all in turn.
+Result<json> Trainer::Impl::gather_restored(const ckpt::CheckpointInfo& read) {
+  struct Record {
+    char tier[120];
+    uint64_t bytes;
+  };
+  json out = json::array();
+  for (int r = 0; r < ranks.world; ++r) {
+    Record record{};
+    if (r == ranks.rank) {
+      const std::string tier = read.tiers.empty() ? "" : read.tiers.front();
+      std::snprintf(record.tier, sizeof record.tier, "%s", tier.c_str());
+      record.bytes = read.bytes_read;
+    }
+    if (ranks.world > 1) {
+      if (auto s = comm->broadcast(&record, sizeof record, r); !s) return s.error();
+    }
+    out.push_back({{"rank", r}, {"tier", std::string(record.tier)}, {"bytes", record.bytes}});
   }
-  return Status::Ok();
+  return out;
 }
 
 // Saves the current step unless it is saved already, its copy overlapped with the next
 // step's forward and backward (which only read the state; update() waits for the copy
 // before it writes), and logs the stall: how long training waited for the save to start.
-// With a memory tier, a save due while the disk tiers still write an earlier one, or rest
+// Steps between ckpt_every's go to the cluster memory tier alone. With a memory tier, a
+// save to every tier due while the disk tiers still write an earlier one, or rest
 // after it (ckpt_disk_duty), goes to the memory tier alone (on every rank alike: rank 0
 // commits only steps all ranks wrote), so the disk falls behind rather than training
 // waiting for it or sharing the cores with it.
 Status Trainer::Impl::save_checkpoint() {
   if (saved_step == step) return Status::Ok();
-  auto tiers = ckpt::Tiers::all;
-  if (!config.ckpt_memory.empty()) {
+  const bool disk_due = disk_due_after(step);
+  auto tiers = disk_due ? ckpt::Tiers::all : ckpt::Tiers::memory;
+  if (disk_due && (!config.ckpt_memory.empty() || cluster_tier)) {
     float busy = ckpt->disk_busy() ? 1.0f : 0.0f;
     if (ranks.world > 1) {
       if (auto s = comm->all_reduce(&busy, 1); !s) return s;
@@ -94,7 +202,7 @@ Status Trainer::Impl::save_checkpoint() {
         {"stall_ms", (now_seconds() - t0) * 1e3},
         {"tiers", tiers == ckpt::Tiers::all ? "all" : "memory"}});
   if (tiers == ckpt::Tiers::memory) {
-    if (memory_only_since < 0) memory_only_since = step;
+    if (disk_due && memory_only_since < 0) memory_only_since = step;
   } else if (memory_only_since >= 0) {
     emit({{"checkpoint_disk_behind",
            fmt::format(

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,7 +37,8 @@ struct Trainer::Impl {
   std::unique_ptr<comm::Communicator> comm;
   std::unique_ptr<zero::Engine> engine;
   std::unique_ptr<ckpt::Checkpointer> ckpt;
-  bool in_place = false;  // the state lives in the checkpointer's slots (next_state())
+  bool in_place = false;      // the state lives in the checkpointer's slots (next_state())
+  bool cluster_tier = false;  // saves go to the cluster memory tier (cluster_tier_options())
   std::optional<ckpt::CheckpointInfo> latest;  // the newest checkpoint, checked at open
   std::vector<int32_t> inputs, targets;
   int64_t step = 0;                // optimizer steps done
@@ -44,6 +46,7 @@ struct Trainer::Impl {
   int64_t memory_only_since = -1;  // the first of the saves kept in the memory tier alone
   std::optional<int64_t> resumed_from;
   std::string resumed_tier;
+  std::vector<json> restore_lines;  // what restore() found, logged after the start line
   int threads = 1;
   FILE* log = nullptr;
   std::unique_ptr<MetricsReporter> reporter;  // rank 0 in a job on an endure cluster
@@ -97,16 +100,29 @@ struct Trainer::Impl {
 
   Status check_checkpoint();
   Status restore();
+  Result<ckpt::CheckpointInfo> restore_step(const ckpt::CheckpointInfo& info);
+  Result<json> gather_restored(const ckpt::CheckpointInfo& read);
   Result<float> train_step();
   // The optimizer step, after waiting for the memory it writes; returns the seconds waited.
   Result<double> update(float lr);
-  // Whether a checkpoint is due once `done` steps are.
-  bool save_due_after(int64_t done) const {
+  // Whether a checkpoint to every tier is due once `done` steps are.
+  bool disk_due_after(int64_t done) const {
     return done % config.ckpt_every == 0 || done == config.steps;
+  }
+  // Whether any checkpoint is due: to every tier, or to the cluster memory tier alone.
+  bool save_due_after(int64_t done) const {
+    return disk_due_after(done) || (cluster_tier && done % config.ckpt_cluster_every == 0);
   }
   Result<float> evaluate();
   Status save_checkpoint();
   Status finish_checkpoints();
 };
+
+// The cluster memory tier's part of *o, from the config and Slurm's environment: whether
+// the tier is on. Off with ckpt_cluster auto where the node has no memory_store.json (the
+// cluster does not enable it) or the run is no Slurm step; "ValidationException" saying
+// why with ckpt_cluster on.
+Result<bool> cluster_tier_options(const TrainConfig& c, const Ranks& ranks,
+                                  const std::map<std::string, std::string>& env, ckpt::Options* o);
 
 }  // namespace endure::train

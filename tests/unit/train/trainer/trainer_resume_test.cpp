@@ -16,6 +16,8 @@
 #include <thread>
 
 #include "endure/checkpoint.h"
+#include "memstore/data_server.h"
+#include "memstore/server.h"
 #include "support/spawned.h"
 #include "support/temp_dir.h"
 #include "support/text_files.h"
@@ -148,6 +150,7 @@ class TrainerResume : public ::testing::Test {
     // Every step made (some twice, after a kill) has the uninterrupted run's loss exactly.
     auto want = losses(reference);
     auto lines = json_lines(log);
+    killed_lines_ = lines;
     int starts = 0, resumed = 0;
     for (const auto& j : lines) {
       if (!j.value("start", false)) continue;
@@ -167,6 +170,7 @@ class TrainerResume : public ::testing::Test {
 
   static constexpr int kSteps = 120;
   static TempDir* data_root_;
+  std::vector<json> killed_lines_;  // the killed run's log, after kill_and_resume()
 };
 
 TempDir* TrainerResume::data_root_ = nullptr;
@@ -254,6 +258,92 @@ TEST_F(TrainerResume, ResumedAtTheLastStepFromMemoryItEndsWithThatStepOnDisk) {
   EXPECT_EQ(again.step, kSteps);
   EXPECT_EQ(again.user, ended.user);
   EXPECT_TRUE(again.buffers == ended.buffers);
+}
+
+// A node's memory store, as on a cluster whose TieredStorageConfig enables the tier: the
+// store on 127.0.0.11 and the node's memory_store.json and resource_config.json in a folder.
+struct NodeStore {
+  NodeStore() {
+    for (int attempt = 0; attempt < 30 && !data; ++attempt) {
+      port = 21000 + (::getpid() * 11 + attempt * 71) % 20000;
+      auto h = std::make_unique<memstore::StoreServer>(*arena, "tok");
+      auto d = std::make_unique<memstore::DataServer>(*arena, "tok");
+      if (h->start("127.0.0.11", port) && d->start("127.0.0.11", port + 1))
+        http = std::move(h), data = std::move(d);
+    }
+    std::ofstream(config.path() / "memory_store.json") << json{
+        {"ClusterName", "c1"},
+        {"InstanceMemoryAllocationPercentage", 20},
+        {"Port", port},
+        {"Token", "tok"}}.dump();
+    json node = {{"InstanceName", "node-1"}, {"CustomerIpAddress", "127.0.0.11"}};
+    std::ofstream(config.path() / "resource_config.json") << json{
+        {"InstanceGroups",
+         json::array({{{"Name", "workers"},
+                       {"Instances", json::array({node})}}})}}.dump();
+  }
+  ~NodeStore() {
+    if (data) data->stop();
+    if (http) http->stop();
+  }
+  TempDir dir{"endure-train-store"}, config{"endure-train-store-config"};
+  std::unique_ptr<memstore::Arena> arena =
+      std::move(*memstore::Arena::open(dir.path(), 256u << 20));
+  std::unique_ptr<memstore::StoreServer> http;
+  std::unique_ptr<memstore::DataServer> data;
+  int port = 0;
+};
+
+// Variables of a Slurm step, set for the processes this test starts and unset after.
+struct SlurmStepEnv {
+  explicit SlurmStepEnv(std::map<std::string, std::string> vars) : vars_(std::move(vars)) {
+    for (const auto& [k, v] : vars_) ::setenv(k.c_str(), v.c_str(), 1);
+  }
+  ~SlurmStepEnv() {
+    for (const auto& [k, v] : vars_) ::unsetenv(k.c_str());
+  }
+  std::map<std::string, std::string> vars_;
+};
+
+// The cluster memory tier saving every step and the disk every 50th: a kill restores the
+// newest step from the node's store, with nothing read from the disk, and the run still
+// ends with the uninterrupted weights, bit for bit.
+TEST_F(TrainerResume, EveryStepToTheClusterMemoryTierTheSameHolds) {
+  NodeStore store;
+  ASSERT_TRUE(store.data) << "no port free on 127.0.0.11";
+  SlurmStepEnv env({{"SLURMD_NODENAME", "node-1"},
+                    {"SLURM_STEP_NODELIST", "node-1"},
+                    {"SLURM_STEP_TASKS_PER_NODE", "1"}});
+  kill_and_resume(17, 6, {"--ckpt-cluster", "on", "--ckpt-cluster-config", store.config.str()},
+                  "50");
+  int from_store = 0;
+  for (const auto& j : killed_lines_) {
+    if (j.value("start", false)) EXPECT_TRUE(j.value("cluster_memory_tier", false)) << j.dump();
+    if (!j.contains("restored")) continue;
+    ASSERT_EQ(j["from"].size(), 1u) << j.dump();
+    if (j["from"][0]["tier"] == "cluster own node node-1") {
+      ++from_store;
+      EXPECT_GT(j["from"][0]["bytes"].get<uint64_t>(), 0u) << j.dump();
+    }
+  }
+  EXPECT_GE(from_store, 1) << "no restart restored from the node's store";
+}
+
+// ckpt_cluster on where the node has no memory store is refused, naming the file.
+TEST_F(TrainerResume, TheClusterTierOnWhereTheNodeHasNoStoreIsRefused) {
+  TempDir root("endure-train-nostore");
+  auto log = root.path() / "log";
+  SlurmStepEnv env({{"SLURMD_NODENAME", "node-1"},
+                    {"SLURM_STEP_NODELIST", "node-1"},
+                    {"SLURM_STEP_TASKS_PER_NODE", "1"}});
+  EXPECT_EQ(run(train_args(root.path() / "ckpt",
+                           {"--ckpt-cluster", "on", "--ckpt-cluster-config", root.str("none")}),
+                log),
+            2);
+  EXPECT_NE(read_text(log.string() + ".err").find("memory_store.json is not there"),
+            std::string::npos)
+      << read_text(log.string() + ".err");
+  EXPECT_FALSE(std::filesystem::exists(root.path() / "ckpt"));
 }
 
 TEST_F(TrainerResume, ACheckpointOfAnotherModelIsRefused) {
