@@ -1,5 +1,6 @@
 #include "agent/memory_store.h"
 
+#include <httplib.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -11,8 +12,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <httplib.h>
 
 #include "api/node_contract.h"
 #include "api/node_gauges.h"
@@ -66,7 +65,10 @@ void MemoryStoreSupervisor::gauges(const std::string& node_name, json& out) {
                             {g::kMemStorePutBytes, "PutBytes"},
                             {g::kMemStoreGetBytes, "GetBytes"},
                             {g::kMemStoreRefusedPuts, "RefusedPuts"},
-                            {g::kMemStoreEvictedSteps, "EvictedSteps"}})
+                            {g::kMemStoreEvictedSteps, "EvictedSteps"},
+                            {g::kMemStoreShardGets, "ShardGets"},
+                            {g::kMemStoreReplicationLagSeconds, "ReplicationLagSeconds"},
+                            {g::kMemStoreLastCommitSeconds, "LastCommitSeconds"}})
     if (stats.contains(field) && stats[field].is_number()) out[key] = stats[field].get<double>();
 }
 
@@ -116,7 +118,8 @@ void MemoryStoreSupervisor::start() {
   std::string address = own_address(config_.node_name);
   next_start_ = std::chrono::steady_clock::now() + kRestartPause;
   if (address.empty()) {
-    log::warn("memory store: {} is not in {}: not started", config_.node_name, node::kResourceConfigPath);
+    log::warn("memory store: {} is not in {}: not started", config_.node_name,
+              node::kResourceConfigPath);
     return;
   }
   // The node's own copy (node::kBinDir): the path this agent was started from may be one
@@ -127,7 +130,8 @@ void MemoryStoreSupervisor::start() {
     exe = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "endure-memstore";
   std::vector<std::string> args = {exe.string(), "--address", address, "--arena",
                                    arena_of(config_.instance_id)};
-  if (config_.memory_mib > 0) args.insert(args.end(), {"--memory-mib", std::to_string(config_.memory_mib)});
+  if (config_.memory_mib > 0)
+    args.insert(args.end(), {"--memory-mib", std::to_string(config_.memory_mib)});
   pid_t pid = ::fork();
   if (pid < 0) {
     log::warn("memory store: fork: {}", std::strerror(errno));
@@ -142,7 +146,8 @@ void MemoryStoreSupervisor::start() {
     _exit(127);
   }
   pid_ = pid;
-  log::ok(fs::atomic_write_file(kPidFile, std::to_string(pid) + "\n"), "save the memory store's pid");
+  log::ok(fs::atomic_write_file(kPidFile, std::to_string(pid) + "\n"),
+          "save the memory store's pid");
   log::info("memory store: started pid {} on {}", pid, address);
 }
 

@@ -22,6 +22,9 @@ inline constexpr const char* kMemStorePutBytes = "memstore_put_bytes";
 inline constexpr const char* kMemStoreGetBytes = "memstore_get_bytes";
 inline constexpr const char* kMemStoreRefusedPuts = "memstore_refused_puts";
 inline constexpr const char* kMemStoreEvictedSteps = "memstore_evicted_steps";
+inline constexpr const char* kMemStoreShardGets = "memstore_shard_gets";
+inline constexpr const char* kMemStoreReplicationLagSeconds = "memstore_replication_lag_seconds";
+inline constexpr const char* kMemStoreLastCommitSeconds = "memstore_last_commit_seconds";
 
 struct NodeGauge {
   const char* key;     // in the heartbeat
@@ -54,6 +57,14 @@ inline constexpr std::array kNodeGauges = {
               "Saves the node's memory store refused since it started, for want of room."},
     NodeGauge{kMemStoreEvictedSteps, "endure_node_memory_store_evicted_steps",
               "Steps the node's memory store dropped for room since it started."},
+    NodeGauge{kMemStoreShardGets, "endure_node_memory_store_shard_gets",
+              "Shards read whole from the node's memory store since it started (restores)."},
+    NodeGauge{kMemStoreReplicationLagSeconds, "endure_node_memory_store_replication_lag_seconds",
+              "Time the save under way in the node's memory store has waited for its manifest "
+              "(the longest over runs; 0 when none waits)."},
+    NodeGauge{kMemStoreLastCommitSeconds, "endure_node_memory_store_last_commit_seconds",
+              "Time from the first object to the manifest of the step the node's memory store "
+              "completed last."},
 };
 
 }  // namespace endure::api::gauge

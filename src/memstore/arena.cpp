@@ -1,6 +1,7 @@
 #include "memstore/arena.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,12 +10,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fmt/format.h>
 #include <random>
 
 #include "common/error_codes.h"
 #include "common/fs.h"
 #include "common/log.h"
+#include "train/ckpt/format.h"
 
 namespace endure::memstore {
 namespace fsys = std::filesystem;
@@ -25,7 +26,9 @@ constexpr const char* kPoolDir = ".pool";
 // Smaller objects (descriptors, manifests) are not worth keeping the pages of.
 constexpr uint64_t kPoolMinBytes = 1u << 20;
 
-bool is_part(const fsys::path& p) { return p.filename().string().find(kPartMark) != std::string::npos; }
+bool is_part(const fsys::path& p) {
+  return p.filename().string().find(kPartMark) != std::string::npos;
+}
 
 int64_t step_of(const std::string& folder) {
   if (folder.size() != 17 || folder.rfind("step-", 0) != 0) return -1;
@@ -50,26 +53,46 @@ bool rank_object(const std::string& o, const char* suffix) {
   return std::all_of(o.begin() + 5, o.begin() + 10, [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// ckpt::shard_name()'s form.
+bool is_shard(const std::string& o) { return rank_object(o, ".shard"); }
+
+double seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
 }  // namespace
 
 Status check_run(const std::string& run) {
-  bool ok = !run.empty() && run.size() <= 128 && run[0] != '.' &&
-            std::all_of(run.begin(), run.end(), [](char c) {
-              return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
-            });
-  if (!ok) return invalid("run: must be 1 to 128 of A-Z a-z 0-9 . _ - and not start with a dot, not '" + run + "'");
+  bool ok =
+      !run.empty() && run.size() <= 128 && run[0] != '.' &&
+      std::all_of(run.begin(), run.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+      });
+  if (!ok)
+    return invalid("run: must be 1 to 128 of A-Z a-z 0-9 . _ - and not start with a dot, not '" +
+                   run + "'");
   return Status::Ok();
 }
 
 Status check_object(const std::string& object) {
-  if (object == "MANIFEST.json" || rank_object(object, ".shard") || rank_object(object, ".json"))
+  if (object == ckpt::kManifestName || rank_object(object, ".shard") ||
+      rank_object(object, ".json"))
     return Status::Ok();
-  return invalid("object: must be rank-<5 digits>.shard, rank-<5 digits>.json or MANIFEST.json, not '" +
-                 object + "'");
+  return invalid(
+      "object: must be rank-<5 digits>.shard, rank-<5 digits>.json or MANIFEST.json, not '" +
+      object + "'");
 }
 
-Put::Put(Arena* arena, fsys::path part, fsys::path final, uint64_t size, int fd)
-    : arena_(arena), part_(std::move(part)), final_(std::move(final)), size_(size), fd_(fd) {}
+Put::Put(Arena* arena, std::string run, int64_t step, std::string object, fsys::path part,
+         fsys::path final, uint64_t size, int fd)
+    : arena_(arena),
+      run_(std::move(run)),
+      step_(step),
+      object_(std::move(object)),
+      part_(std::move(part)),
+      final_(std::move(final)),
+      size_(size),
+      fd_(fd) {}
 
 Put::~Put() {
   if (map_ != nullptr) ::munmap(map_, size_);
@@ -131,12 +154,20 @@ Result<std::unique_ptr<Arena>> Arena::open(const fsys::path& root, uint64_t capa
   std::error_code ec;
   fsys::remove_all(root / kPoolDir, ec);  // a pool is this process's alone
   std::vector<fsys::path> parts;
-  for (auto it = fsys::recursive_directory_iterator(root, ec); !ec && it != fsys::end(it); it.increment(ec))
+  for (auto it = fsys::recursive_directory_iterator(root, ec); !ec && it != fsys::end(it);
+       it.increment(ec))
     if (it->is_regular_file() && is_part(it->path())) parts.push_back(it->path());
   for (const auto& p : parts) fsys::remove(p, ec);
-  if (!parts.empty()) log::warn("memory store: dropped {} objects a stopped store left half written", parts.size());
+  if (!parts.empty())
+    log::warn("memory store: dropped {} objects a stopped store left half written", parts.size());
   std::lock_guard lock(arena->mu_);
   auto held = arena->held_locked();
+  // When a held step's objects came is not known: counted from now, so that a save left
+  // unfinished still shows as lag.
+  auto now = std::chrono::steady_clock::now();
+  for (const auto& h : held)
+    if (!fsys::is_empty(arena->step_dir(h.run, h.step), ec))
+      arena->arrivals_[{h.run, h.step}] = {now, h.complete};
   if (arena->stats_.used_bytes > capacity) {
     auto drops = evict_for(held, arena->stats_.used_bytes, capacity, 0);
     for (const auto& s : drops.value_or(std::vector<HeldStep>{})) arena->drop_locked(s, true);
@@ -168,7 +199,7 @@ std::vector<HeldStep> Arena::held_locked() {
         if (ec4 || is_part(obj.path())) continue;
         h.bytes += size;
         ++objects;
-        if (obj.path().filename() == "MANIFEST.json") h.complete = true;
+        if (obj.path().filename() == ckpt::kManifestName) h.complete = true;
       }
       held.push_back(std::move(h));
     }
@@ -223,6 +254,7 @@ void Arena::trim_pool_locked(uint64_t incoming) {
 void Arena::drop_locked(const HeldStep& s, bool evicted) {
   // Part files of a step being dropped are written on by their Put, whose reservation stays
   // counted until it ends: only whole objects go.
+  arrivals_.erase({s.run, s.step});
   auto dir = step_dir(s.run, s.step);
   std::error_code ec;
   uint64_t freed = 0;
@@ -251,11 +283,12 @@ Result<std::unique_ptr<Put>> Arena::begin_put(const std::string& run, int64_t st
   auto drops = evict_for(held, stats_.used_bytes - pool_bytes_, stats_.capacity_bytes, size);
   if (!drops) {
     ++stats_.refused_puts;
-    return make_error("InsufficientStorage",
-                      fmt::format("memory store: {} step {} {} ({} bytes) does not fit: {} of {} bytes "
-                                  "held by steps that must stay",
-                                  run, step, object, size, stats_.used_bytes - pool_bytes_,
-                                  stats_.capacity_bytes));
+    return make_error(
+        "InsufficientStorage",
+        fmt::format("memory store: {} step {} {} ({} bytes) does not fit: {} of {} bytes "
+                    "held by steps that must stay",
+                    run, step, object, size, stats_.used_bytes - pool_bytes_,
+                    stats_.capacity_bytes));
   }
   for (const auto& s : *drops) drop_locked(s, true);
   auto dir = step_dir(run, step);
@@ -269,7 +302,7 @@ Result<std::unique_ptr<Put>> Arena::begin_put(const std::string& run, int64_t st
   if (fd < 0) return fs::io_error("create", part);
   reserved_ += size;
   stats_.used_bytes += size;
-  std::unique_ptr<Put> put(new Put(this, part, dir / object, size, fd));
+  std::unique_ptr<Put> put(new Put(this, run, step, object, part, dir / object, size, fd));
   lock.unlock();  // a Put that fails to map gives its room back, under the lock
   if (Status mapped = put->map(); !mapped) return mapped.error();
   return put;
@@ -281,6 +314,13 @@ void Arena::finish_put(const Put& put, bool committed) {
   if (committed) {
     ++stats_.puts;
     stats_.put_bytes += put.size_;
+    auto now = std::chrono::steady_clock::now();
+    auto& step = arrivals_.try_emplace({put.run_, put.step_}, Arrivals{now, false}).first->second;
+    // A manifest put again (a retried save) does not complete the step a second time.
+    if (put.object_ == ckpt::kManifestName && !step.complete) {
+      step.complete = true;
+      stats_.last_commit_seconds = seconds(now - step.first);
+    }
   }
   // The reservation became the object, or nothing; an object it replaced is given back.
   held_locked();
@@ -293,9 +333,10 @@ Arena::Reading::~Reading() {
 }
 
 Result<std::unique_ptr<Arena::Reading>> Arena::open_object(const std::string& run, int64_t step,
-                                                          const std::string& object) {
+                                                           const std::string& object) {
   auto missing = [&] {
-    return make_error(errors::kResourceNotFound, fmt::format("no such object: {} step {} {}", run, step, object));
+    return make_error(errors::kResourceNotFound,
+                      fmt::format("no such object: {} step {} {}", run, step, object));
   };
   if (!check_run(run) || !check_object(object) || step < 0) return missing();
   auto path = step_dir(run, step) / object;
@@ -307,12 +348,14 @@ Result<std::unique_ptr<Arena::Reading>> Arena::open_object(const std::string& ru
     return missing();
   }
   ++readers_[path.string()];
-  return std::unique_ptr<Reading>(new Reading(this, path.string(), fd, static_cast<uint64_t>(st.st_size)));
+  return std::unique_ptr<Reading>(
+      new Reading(this, path.string(), fd, static_cast<uint64_t>(st.st_size)));
 }
 
-void Arena::count_get(uint64_t bytes) {
+void Arena::count_get(const std::string& object, uint64_t bytes) {
   std::lock_guard lock(mu_);
   ++stats_.gets;
+  if (is_shard(object)) ++stats_.shard_gets;
   stats_.get_bytes += bytes;
 }
 
@@ -332,7 +375,8 @@ std::vector<Arena::StepObjects> Arena::list(const std::string& run) {
     std::sort(so.objects.begin(), so.objects.end());
     out.push_back(std::move(so));
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.step.step < b.step.step; });
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.step.step < b.step.step; });
   return out;
 }
 
@@ -352,6 +396,16 @@ Status Arena::remove(const std::string& run, std::optional<int64_t> step) {
 ArenaStats Arena::stats() {
   std::lock_guard lock(mu_);
   held_locked();  // refreshes the object count
+  // A run's newest step with objects is the save under way; an incomplete step below a
+  // complete one was given up, and is no lag.
+  auto now = std::chrono::steady_clock::now();
+  double lag = 0;
+  for (auto it = arrivals_.begin(); it != arrivals_.end(); ++it) {
+    auto next = std::next(it);
+    bool newest = next == arrivals_.end() || next->first.first != it->first.first;
+    if (newest && !it->second.complete) lag = std::max(lag, seconds(now - it->second.first));
+  }
+  stats_.replication_lag_seconds = lag;
   return stats_;
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -36,8 +38,15 @@ struct ArenaStats {
   uint64_t objects = 0;
   uint64_t puts = 0, put_bytes = 0;
   uint64_t gets = 0, get_bytes = 0;
+  uint64_t shard_gets = 0;    // gets of shards (restores), not of descriptors or manifests
   uint64_t refused_puts = 0;  // that would not fit even after eviction
   uint64_t evicted_steps = 0;
+  // How long the save being replicated has waited for its manifest: over runs, the most
+  // for a run whose newest step with objects has none (0: none waits). From the step's
+  // first object, or from the store's start for a step it found held.
+  double replication_lag_seconds = 0;
+  // The last step completed here: its first object to its manifest.
+  double last_commit_seconds = 0;
 };
 
 class Arena;
@@ -60,9 +69,13 @@ class Put {
 
  private:
   friend class Arena;
-  Put(Arena* arena, std::filesystem::path part, std::filesystem::path final, uint64_t size, int fd);
+  Put(Arena* arena, std::string run, int64_t step, std::string object, std::filesystem::path part,
+      std::filesystem::path final, uint64_t size, int fd);
   Status map();
   Arena* arena_;
+  std::string run_;
+  int64_t step_;
+  std::string object_;
   std::filesystem::path part_, final_;
   uint64_t size_ = 0, written_ = 0;
   int fd_ = -1;
@@ -105,7 +118,8 @@ class Arena {
   // ResourceNotFound when the object is not held.
   Result<std::unique_ptr<Reading>> open_object(const std::string& run, int64_t step,
                                                const std::string& object);
-  void count_get(uint64_t bytes);
+  // A whole object served: `object` is its name (shards are counted apart).
+  void count_get(const std::string& object, uint64_t bytes);
 
   // A run's steps, oldest first, and the objects of each.
   struct StepObjects {
@@ -148,6 +162,13 @@ class Arena {
   uint64_t pool_bytes_ = 0;
   uint64_t pool_names_ = 0;
   std::map<std::string, int> readers_;  // open Readings by path
+  // Steps holding objects, by run and step: when the first came (steady: the lag must not
+  // jump with the wall clock) and whether the manifest has. Dropped with the step.
+  struct Arrivals {
+    std::chrono::steady_clock::time_point first;
+    bool complete = false;
+  };
+  std::map<std::pair<std::string, int64_t>, Arrivals> arrivals_;
 };
 
 }  // namespace endure::memstore

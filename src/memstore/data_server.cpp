@@ -2,16 +2,16 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
-#include <fmt/format.h>
 
 #include "common/error_codes.h"
 #include "common/framed_socket.h"
@@ -41,15 +41,17 @@ Status DataServer::start(const std::string& address, int port) {
   if (::inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1)
     return invalid("address: an IPv4 address, not '" + address + "'");
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (listen_fd_ < 0) return make_error("BindError", std::string("socket: ") + std::strerror(errno));
+  if (listen_fd_ < 0)
+    return make_error("BindError", std::string("socket: ") + std::strerror(errno));
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   socklen_t len = sizeof addr;
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
       ::listen(listen_fd_, SOMAXCONN) != 0 ||
       ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    auto e = make_error("BindError", fmt::format("memory store data path: cannot listen on {}:{}: {}",
-                                                 address, port, std::strerror(errno)));
+    auto e =
+        make_error("BindError", fmt::format("memory store data path: cannot listen on {}:{}: {}",
+                                            address, port, std::strerror(errno)));
     ::close(listen_fd_);
     listen_fd_ = -1;
     return e;
@@ -107,12 +109,15 @@ bool DataServer::handle(int fd) {
   if (!header) return false;  // the client went, or sent garbage
   const json& h = *header;
   // Authentication before anything else: a caller without the token learns nothing.
-  if (!h.contains("Token") || !h["Token"].is_string() || !ids::same_secret(h["Token"].get<std::string>(), token_)) {
-    (void)net::send_frame(fd, refusal(make_error(errors::kUnauthorized, "missing or invalid token")));
+  if (!h.contains("Token") || !h["Token"].is_string() ||
+      !ids::same_secret(h["Token"].get<std::string>(), token_)) {
+    (void)net::send_frame(fd,
+                          refusal(make_error(errors::kUnauthorized, "missing or invalid token")));
     return false;
   }
   std::string op = h.value("Op", ""), run = h.value("Run", ""), object = h.value("Object", "");
-  int64_t step = h.contains("Step") && h["Step"].is_number_integer() ? h["Step"].get<int64_t>() : -1;
+  int64_t step =
+      h.contains("Step") && h["Step"].is_number_integer() ? h["Step"].get<int64_t>() : -1;
 
   if (op == "Put") {
     if (!h.contains("Bytes") || !h["Bytes"].is_number_unsigned()) {
@@ -145,7 +150,7 @@ bool DataServer::handle(int fd) {
     uint64_t size = (*reading)->size();
     bool sent = net::send_frame(fd, {{"Ok", true}, {"Bytes", size}}).ok() &&
                 net::send_file(fd, (*reading)->fd(), 0, size).ok();
-    if (sent) arena_.count_get(size);
+    if (sent) arena_.count_get(object, size);
     return sent;
   }
 

@@ -1,10 +1,9 @@
 #include "memstore/server.h"
 
 #include <fcntl.h>
+#include <httplib.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <httplib.h>
 
 #include <chrono>
 #include <memory>
@@ -23,11 +22,11 @@ constexpr const char* kObjectPath = R"(/v1/runs/([^/]+)/steps/([0-9]{1,18})/([^/
 constexpr size_t kReadChunk = 1u << 20;
 
 void reply_error(httplib::Response& res, const Error& e) {
-  int status = e.code == kUnauthorized                ? 401
-               : e.code == kResourceNotFound          ? 404
-               : e.code == "InsufficientStorage"      ? 507
-               : e.code == kValidationException       ? 400
-                                                      : 500;
+  int status = e.code == kUnauthorized           ? 401
+               : e.code == kResourceNotFound     ? 404
+               : e.code == "InsufficientStorage" ? 507
+               : e.code == kValidationException  ? 400
+                                                 : 500;
   res.status = status;
   res.set_content(json{{"__type", e.code}, {"message", e.message}}.dump(), "application/json");
 }
@@ -83,7 +82,7 @@ void StoreServer::routes() {
     if (!opened) return reply_error(res, opened.error());
     std::shared_ptr<Arena::Reading> reading = std::move(*opened);
     uint64_t size = reading->size();
-    arena_.count_get(size);
+    arena_.count_get(req.matches[3], size);
     res.set_content_provider(size, "application/octet-stream",
                              [reading](size_t offset, size_t length, httplib::DataSink& sink) {
                                std::vector<char> buf(std::min(length, kReadChunk));
@@ -99,8 +98,10 @@ void StoreServer::routes() {
     json steps = json::array();
     for (const auto& so : arena_.list(req.matches[1])) {
       json objects = json::array();
-      for (const auto& [name, bytes] : so.objects) objects.push_back({{"Name", name}, {"Bytes", bytes}});
-      steps.push_back({{"Step", so.step.step}, {"Complete", so.step.complete}, {"Objects", objects}});
+      for (const auto& [name, bytes] : so.objects)
+        objects.push_back({{"Name", name}, {"Bytes", bytes}});
+      steps.push_back(
+          {{"Step", so.step.step}, {"Complete", so.step.complete}, {"Objects", objects}});
     }
     res.set_content(json{{"Steps", steps}}.dump(), "application/json");
   });
@@ -124,15 +125,19 @@ void StoreServer::routes() {
                          {"PutBytes", st.put_bytes},
                          {"Gets", st.gets},
                          {"GetBytes", st.get_bytes},
+                         {"ShardGets", st.shard_gets},
                          {"RefusedPuts", st.refused_puts},
-                         {"EvictedSteps", st.evicted_steps}}
+                         {"EvictedSteps", st.evicted_steps},
+                         {"ReplicationLagSeconds", st.replication_lag_seconds},
+                         {"LastCommitSeconds", st.last_commit_seconds}}
                         .dump(),
                     "application/json");
   });
 
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && res.body.empty())
-      reply_error(res, make_error(kResourceNotFound, "no such route: " + req.method + " " + req.path));
+      reply_error(res,
+                  make_error(kResourceNotFound, "no such route: " + req.method + " " + req.path));
   });
 }
 
@@ -143,11 +148,13 @@ Status StoreServer::start(const std::string& address, int port) {
     port_ = server_->bind_to_port(address, port) ? port : -1;
   }
   if (port_ <= 0)
-    return make_error("BindError", "memory store: cannot listen on " + address + ":" + std::to_string(port));
+    return make_error("BindError",
+                      "memory store: cannot listen on " + address + ":" + std::to_string(port));
   thread_ = std::thread([this] { server_->listen_after_bind(); });
   // httplib's stop() does nothing to a server not yet running, which would then run on:
   // start() returns once it runs.
-  for (int i = 0; i < 5000 && !server_->is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 5000 && !server_->is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return Status::Ok();
 }
 

@@ -8,13 +8,15 @@
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "support/temp_dir.h"
 
 namespace endure::memstore {
 namespace {
 
-Status put(Arena& arena, const std::string& run, int64_t step, const std::string& object, size_t size) {
+Status put(Arena& arena, const std::string& run, int64_t step, const std::string& object,
+           size_t size) {
   auto p = arena.begin_put(run, step, object, size);
   if (!p) return p.error();
   std::string bytes(size, 'x');
@@ -129,7 +131,8 @@ TEST_F(ArenaTest, AShardBeingReadIsNeverWrittenOver) {
   put_byte(3, 'c');  // evicts step 1 while it is read: its file is unlinked, not reused
   EXPECT_FALSE((*arena)->open_object("run-1", 1, "rank-00000.shard"));
   std::string back(3 * mib, '\0');
-  ASSERT_EQ(::pread((*reading)->fd(), back.data(), back.size(), 0), static_cast<ssize_t>(back.size()));
+  ASSERT_EQ(::pread((*reading)->fd(), back.data(), back.size(), 0),
+            static_cast<ssize_t>(back.size()));
   EXPECT_EQ(back, std::string(3 * mib, 'a'));
 }
 
@@ -150,7 +153,8 @@ TEST_F(ArenaTest, ARestartDropsHalfWrittenObjectsAndKeepsWholeOnes) {
   }
   // What a store killed in the middle of a write leaves: a part file.
   std::filesystem::create_directories(dir_.path() / "run-1" / "step-000000000008");
-  std::ofstream(dir_.path() / "run-1" / "step-000000000008" / ".rank-00000.shard.part-00ff") << "half";
+  std::ofstream(dir_.path() / "run-1" / "step-000000000008" / ".rank-00000.shard.part-00ff")
+      << "half";
   auto arena = Arena::open(dir_.path(), 1000);
   ASSERT_TRUE(arena);
   EXPECT_TRUE((*arena)->open_object("run-1", 7, "rank-00000.shard"));
@@ -180,19 +184,87 @@ TEST_F(ArenaTest, ASmallerShareOnRestartEvictsDownToIt) {
 TEST_F(ArenaTest, BadNamesAreRefusedNamingTheRule) {
   auto arena = Arena::open(dir_.path(), 1000);
   ASSERT_TRUE(arena);
-  for (const std::string& run : std::vector<std::string>{"", "../x", ".hidden", "a/b", std::string(129, 'r')}) {
+  for (const std::string& run :
+       std::vector<std::string>{"", "../x", ".hidden", "a/b", std::string(129, 'r')}) {
     auto p = (*arena)->begin_put(run, 1, "MANIFEST.json", 1);
     ASSERT_FALSE(p) << run;
     EXPECT_EQ(p.error().code, "ValidationException");
     EXPECT_NE(p.error().message.find("run:"), std::string::npos);
   }
-  for (std::string object : {"", "rank-1.shard", "rank-0000x.shard", "../MANIFEST.json", "notes.txt"}) {
+  for (std::string object :
+       {"", "rank-1.shard", "rank-0000x.shard", "../MANIFEST.json", "notes.txt"}) {
     auto p = (*arena)->begin_put("run-1", 1, object, 1);
     ASSERT_FALSE(p) << object;
     EXPECT_NE(p.error().message.find("object:"), std::string::npos);
   }
   EXPECT_FALSE((*arena)->begin_put("run-1", -1, "MANIFEST.json", 1));
   EXPECT_EQ((*arena)->stats().used_bytes, 0u);
+}
+
+TEST_F(ArenaTest, ASaveWaitingForItsManifestIsLagAndItsCommitTimeIsKept) {
+  using namespace std::chrono_literals;
+  auto arena = Arena::open(dir_.path(), 1000);
+  ASSERT_TRUE(arena);
+  EXPECT_EQ((*arena)->stats().replication_lag_seconds, 0);
+  EXPECT_EQ((*arena)->stats().last_commit_seconds, 0);
+  ASSERT_TRUE(put(**arena, "run-1", 1, "rank-00000.shard", 100));
+  std::this_thread::sleep_for(20ms);
+  EXPECT_GE((*arena)->stats().replication_lag_seconds, 0.02);
+  ASSERT_TRUE(put(**arena, "run-1", 1, "MANIFEST.json", 10));
+  auto st = (*arena)->stats();
+  EXPECT_EQ(st.replication_lag_seconds, 0);
+  EXPECT_GE(st.last_commit_seconds, 0.02);
+  // Another run's save waiting counts; the longest wait over runs is the lag.
+  ASSERT_TRUE(put(**arena, "run-2", 1, "rank-00000.json", 10));
+  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(put(**arena, "run-1", 2, "rank-00000.shard", 100));
+  double lag = (*arena)->stats().replication_lag_seconds;
+  EXPECT_GE(lag, 0.02);
+  ASSERT_TRUE(put(**arena, "run-2", 1, "MANIFEST.json", 10));
+  EXPECT_GE((*arena)->stats().last_commit_seconds, lag);
+  EXPECT_GT((*arena)->stats().replication_lag_seconds, 0);  // run-1 step 2 still waits
+  // A step given up (a newer one completed) is no lag; a manifest put again changes nothing.
+  ASSERT_TRUE(put(**arena, "run-1", 3, "MANIFEST.json", 10));
+  double commit = (*arena)->stats().last_commit_seconds;
+  EXPECT_EQ((*arena)->stats().replication_lag_seconds, 0);
+  std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(put(**arena, "run-1", 3, "MANIFEST.json", 10));
+  EXPECT_EQ((*arena)->stats().last_commit_seconds, commit);
+  // Removing a waiting step ends its lag.
+  ASSERT_TRUE(put(**arena, "run-1", 4, "rank-00000.shard", 100));
+  EXPECT_GT((*arena)->stats().replication_lag_seconds, 0);
+  ASSERT_TRUE((*arena)->remove("run-1", 4));
+  EXPECT_EQ((*arena)->stats().replication_lag_seconds, 0);
+}
+
+TEST_F(ArenaTest, ARestartedStoreCountsAHeldUnfinishedSaveAsLagFromItsStart) {
+  using namespace std::chrono_literals;
+  {
+    auto arena = Arena::open(dir_.path(), 1000);
+    ASSERT_TRUE(arena);
+    ASSERT_TRUE(put(**arena, "run-1", 1, "rank-00000.shard", 100));
+    ASSERT_TRUE(put(**arena, "run-1", 1, "MANIFEST.json", 10));
+    ASSERT_TRUE(put(**arena, "run-1", 2, "rank-00000.shard", 100));
+  }
+  auto arena = Arena::open(dir_.path(), 1000);
+  ASSERT_TRUE(arena);
+  std::this_thread::sleep_for(20ms);
+  EXPECT_GE((*arena)->stats().replication_lag_seconds, 0.02);
+  ASSERT_TRUE(put(**arena, "run-1", 2, "MANIFEST.json", 10));
+  EXPECT_EQ((*arena)->stats().replication_lag_seconds, 0);
+  EXPECT_GE((*arena)->stats().last_commit_seconds, 0.02);
+}
+
+TEST_F(ArenaTest, ShardGetsCountShardsOnly) {
+  auto arena = Arena::open(dir_.path(), 1000);
+  ASSERT_TRUE(arena);
+  (*arena)->count_get("rank-00000.shard", 100);
+  (*arena)->count_get("rank-00000.json", 10);
+  (*arena)->count_get("MANIFEST.json", 5);
+  auto st = (*arena)->stats();
+  EXPECT_EQ(st.shard_gets, 1u);
+  EXPECT_EQ(st.gets, 3u);
+  EXPECT_EQ(st.get_bytes, 115u);
 }
 
 TEST_F(ArenaTest, RemovingARunOrAStep) {

@@ -2,17 +2,16 @@
 // training side's client (train/ckpt/cluster_store.h): objects round-trip byte for byte, a
 // stranger's token gets nothing and changes nothing, a full store says so and the client
 // goes on, a store restarted between calls is reconnected to, a stopped one is unreachable.
-#include "memstore/server.h"
-#include "memstore/data_server.h"
-
 #include <gtest/gtest.h>
-
+#include <httplib.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <numeric>
 
 #include "common/framed_socket.h"
+#include "memstore/data_server.h"
+#include "memstore/server.h"
 #include "support/temp_dir.h"
 #include "train/ckpt/cluster_store.h"
 
@@ -110,7 +109,8 @@ TEST_F(StoreServerTest, MissingObjectsAndBadNames) {
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, "ResourceNotFound");
   std::vector<uint8_t> into(4);
-  auto missing_into = client.get_into(at_, "run-1", 1, "rank-00000.shard", into.data(), into.size());
+  auto missing_into =
+      client.get_into(at_, "run-1", 1, "rank-00000.shard", into.data(), into.size());
   ASSERT_FALSE(missing_into);
   EXPECT_EQ(missing_into.error().code, "ResourceNotFound");
   auto bad = client.put(at_, "run-1", 1, "notes.txt", "x", 1);
@@ -137,6 +137,32 @@ TEST_F(StoreServerTest, AFullStoreRefusesAndStatsCountIt) {
   EXPECT_EQ((*stats)["UsedBytes"], big.size() + 2);
 }
 
+TEST_F(StoreServerTest, ShardGetsCountShardsServedOnEitherPath) {
+  ClusterStoreClient client("cluster-secret");
+  std::string shard = "weights", desc = R"({"rank":0})", manifest = R"({"step":1})";
+  ASSERT_TRUE(client.put(at_, "run-1", 1, "rank-00000.shard", shard.data(), shard.size()));
+  ASSERT_TRUE(client.put(at_, "run-1", 1, "rank-00000.json", desc.data(), desc.size()));
+  ASSERT_TRUE(client.put(at_, "run-1", 1, "MANIFEST.json", manifest.data(), manifest.size()));
+  // The data path (sendfile).
+  for (const char* object : {"rank-00000.shard", "rank-00000.json", "MANIFEST.json"})
+    ASSERT_TRUE(client.get(at_, "run-1", 1, object));
+  // The HTTP front.
+  httplib::Client http("127.0.0.1", server_->port());
+  http.set_bearer_token_auth("cluster-secret");
+  for (const char* object : {"rank-00000.shard", "MANIFEST.json"}) {
+    auto r = http.Get(std::string("/v1/runs/run-1/steps/1/") + object);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+  }
+  auto stats = client.stats(at_);
+  ASSERT_TRUE(stats);
+  EXPECT_EQ((*stats)["ShardGets"], 2);
+  EXPECT_EQ((*stats)["Gets"], 5);
+  EXPECT_EQ((*stats)["GetBytes"], 2 * shard.size() + desc.size() + 2 * manifest.size());
+  EXPECT_EQ((*stats)["ReplicationLagSeconds"], 0);
+  EXPECT_TRUE((*stats)["LastCommitSeconds"].is_number());
+}
+
 TEST_F(StoreServerTest, AStoreRestartedBetweenCallsIsReconnectedTo) {
   ClusterStoreClient client("cluster-secret");
   std::string bytes = "step one";
@@ -152,7 +178,10 @@ TEST_F(StoreServerTest, AStoreRestartedBetweenCallsIsReconnectedTo) {
 TEST_F(StoreServerTest, AStrangerOnTheDataPathLearnsNothing) {
   auto fd = net::connect_tcp("127.0.0.1", server_->port() + 1, 5);
   ASSERT_TRUE(fd);
-  ASSERT_TRUE(net::send_frame(*fd, {{"Op", "Get"}, {"Token", "guess"}, {"Run", "run-1"}, {"Step", 1},
+  ASSERT_TRUE(net::send_frame(*fd, {{"Op", "Get"},
+                                    {"Token", "guess"},
+                                    {"Run", "run-1"},
+                                    {"Step", 1},
                                     {"Object", "rank-00000.shard"}}));
   auto reply = net::recv_frame(*fd);
   ASSERT_TRUE(reply);
