@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The main job, one command: a local cluster (1 controller, 4 workers and a warm spare), a
 # RedPajama-format sample and its tokenizer, a small Llama trained across the workers under
-# srun --auto-resume=1 with an asynchronous checkpoint every 10 steps, three faults of
-# different kinds (a crash, a hang, a logged hardware error) at random steps on three
-# workers, then the same run without faults, and a recovery report: per fault the times to
-# detect, drain, replace or reboot and run again, the steps lost, the effective training
-# time ratio, the final loss, the final weights against the fault-free run's bit for bit,
-# and a loss curve with the faults marked.
+# srun --auto-resume=1 with an asynchronous checkpoint every step to the cluster's memory
+# (TieredStorageConfig: each rank's shard in its node's store and a peer's) and every 10
+# steps to /fsx, three faults of different kinds (a crash, a hang, a logged hardware error)
+# at random steps on three workers, then the same run without faults, and a recovery
+# report: per fault the times to detect, drain, replace or reboot and run again, the steps
+# lost and where each rank restored from, the effective training time ratio, the final
+# loss, the final weights against the fault-free run's bit for bit, and a loss curve with
+# the faults marked.
 #
 #   bash scripts/demo.sh [--keep]
 #
@@ -116,7 +118,8 @@ wait_job() {
     { echo "demo: job $1 did not end in 5 minutes" >&2; exit 1; }
 }
 
-echo "== training: Llama ($steps steps) on 4 workers, srun --auto-resume=1, ZeRO-2, ckpt every 10 steps"
+echo "== training: Llama ($steps steps) on 4 workers, srun --auto-resume=1, ZeRO-2,"
+echo "   ckpt every step to the cluster's memory (own node + 1 peer), every 10 steps to /fsx"
 t_train=$(date +%s.%N)
 job=$(submit faulty)
 # Rank 0 runs on the batch host; the faults go to the other three workers.

@@ -10,6 +10,8 @@ Per fault, every time counts from the fault (its FaultInjected event):
   back     -> NodeReturnedToService (rebooted, or replaced by a new node or a warm spare)
   running  -> the first step line of the next try (srun --auto-resume=1 re-ran the step)
   lost     -> the interrupted try's last step minus the step the next try resumed from
+  restored -> where each rank of the next try read the step from: its own node's memory
+              store ("own"), a peer's replica ("peer NODE"), or a disk tier ("shared")
 """
 import argparse
 import datetime
@@ -32,6 +34,10 @@ def tries_of(lines):
             tries.append({"start": line, "steps": []})
         elif "loss" in line and tries:
             tries[-1]["steps"].append(line)
+        elif "restored" in line and tries:
+            tries[-1]["restored"] = line
+        elif "restore_fell_back" in line and tries:
+            tries[-1].setdefault("fell_back", []).append(line)
         elif line.get("done"):
             done = line
     return tries, done
@@ -86,7 +92,27 @@ def recovery(fault, events, tries):
         r.update(last_step=last, resumed_from=resumed, steps_lost=last - resumed)
         if new["steps"]:
             r["running_s"] = new["steps"][0]["t"] - t0
+        if "restored" in new:
+            r["restored_from"] = restored_from(new["restored"])
+            r["restore_ms"] = new["restored"].get("restore_ms")
+            r["restored_bytes"] = sum(x["bytes"] for x in new["restored"].get("from", []))
+        if new.get("fell_back"):
+            r["fell_back_from"] = [x["restore_fell_back"] for x in new["fell_back"]]
     return r
+
+
+def restored_from(restored):
+    """Where the ranks of a try read its step from, as "own x3, peer worker-2": each tier
+    with its count of ranks, in rank order of first use."""
+    counts = {}
+    for r in restored.get("from", []):
+        tier = r["tier"]
+        if tier.startswith("cluster own node"):
+            tier = "own"
+        elif tier.startswith("cluster peer "):
+            tier = "peer " + tier[len("cluster peer "):]
+        counts[tier] = counts.get(tier, 0) + 1
+    return ", ".join(t if n == 1 else f"{t} x{n}" for t, n in counts.items())
 
 
 def kept_steps(tries):
@@ -169,23 +195,29 @@ def main():
 
     print("RECOVERY REPORT")
     head = ["#", "fault", "node", "at step", "action", "detect", "drain", "back", "running",
-            "steps lost"]
+            "steps lost", "restored from"]
     table = [head]
     for i, r in enumerate(rows, 1):
         table.append([str(i), r["kind"], r["node"], str(r["step"]), r.get("action", "-"),
                       fmt(r.get("detect_s")), fmt(r.get("drain_s")), fmt(r.get("back_s")),
                       fmt(r.get("running_s")),
                       f"{r['steps_lost']} ({r['last_step']}->{r['resumed_from']})"
-                      if "steps_lost" in r else "-"])
+                      if "steps_lost" in r else "-",
+                      r.get("restored_from", "-")])
     widths = [max(len(row[c]) for row in table) for c in range(len(head))]
     for n, row in enumerate(table):
-        print("  " + "  ".join(cell.ljust(w) if c < 5 else cell.rjust(w)
+        print("  " + "  ".join(cell.ljust(w) if c < 5 or c == len(head) - 1 else cell.rjust(w)
                                for c, (cell, w) in enumerate(zip(row, widths))))
         if n == 0:
             print("  " + "  ".join("-" * w for w in widths))
     print("  (seconds from the fault: detect = NodeUnhealthy, drain = NodeDrained, back = "
           "NodeReturnedToService,\n   running = the first step of the next try; steps lost = "
-          "the interrupted try's last step -> the step resumed from)")
+          "the interrupted try's last step -> the step resumed from;\n   restored from = "
+          "each rank's copy: own = its node's memory store, peer = a replica, shared = /fsx)")
+    for i, r in enumerate(rows, 1):
+        if r.get("fell_back_from"):
+            print(f"  fault {i}: step(s) {r['fell_back_from']} could not be read by every rank; "
+                  "an older step was restored")
     extra = len(tries) - 1 - len(rows)
     if extra > 0:
         print(f"  note: {extra} more resume(s) than faults made (a node judged unhealthy on its own)")

@@ -417,6 +417,7 @@ Status Checkpointer::wait() {
   impl_->cv.wait(lock, [&] { return impl_->queue.empty() && !impl_->writing; });
   Status s = std::exchange(impl_->status, Status());
   lock.unlock();
+  if (impl_->cluster) impl_->cluster->wait_commits();
   if (impl_->s3) {
     Status uploaded = impl_->s3->drain();
     if (s) s = uploaded;

@@ -112,8 +112,9 @@ std::string descriptor(const Options& o, int64_t step, size_t size, const std::v
                        const json& layout, const json& user);
 
 // The cluster memory tier's part: the shard and its descriptor into this rank's stores, and
-// on rank 0 the commit once every rank's copies are whole. A failure is logged: the disk
-// tiers hold the step then.
+// on rank 0 the commit handed to the tier's committer (ClusterTier::commit_later), which
+// makes it once every rank's copies are whole. A failure is logged: the disk tiers hold
+// the step then.
 void persist_cluster(const Options& o, ClusterTier& tier, int64_t step, const json& user,
                      const json& layout, const StagingSlot& slot, const std::vector<std::string>& chunks);
 

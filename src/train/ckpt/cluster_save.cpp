@@ -17,7 +17,8 @@ Result<std::unique_ptr<ClusterTier>> open_cluster_tier(const Options& o) {
   if (!(o.cluster_commit_timeout_seconds > 0)) return invalid("cluster_commit_timeout_seconds: must be above 0");
   ClusterTierFiles files = ClusterTierFiles::node();
   if (!o.cluster_config_dir.empty())
-    files = {o.cluster_config_dir / files.memory_store.filename(), o.cluster_config_dir / files.resource_config.filename()};
+    files = {o.cluster_config_dir / files.memory_store.filename(),
+             o.cluster_config_dir / files.resource_config.filename(), o.cluster_config_dir / "hosts"};
   std::vector<std::string> job_nodes = o.cluster_rank_nodes;
   std::sort(job_nodes.begin(), job_nodes.end());
   job_nodes.erase(std::unique(job_nodes.begin(), job_nodes.end()), job_nodes.end());
@@ -39,9 +40,10 @@ void persist_cluster(const Options& o, ClusterTier& tier, int64_t step, const js
     return;
   }
   if (o.rank != 0) return;
-  auto committed = tier.commit(
+  const int world = o.world;
+  tier.commit_later(
       step,
-      [&](const std::vector<std::string>& descriptors) -> Result<std::string> {
+      [step, world, user](const std::vector<std::string>& descriptors) -> Result<std::string> {
         json shards = json::array();
         for (size_t r = 0; r < descriptors.size(); ++r) {
           auto d = unseal(descriptors[r], fmt::format("rank {}'s descriptor of step {}", r, step));
@@ -50,10 +52,9 @@ void persist_cluster(const Options& o, ClusterTier& tier, int64_t step, const js
           if (!entry) return make_error("CorruptCheckpoint", fmt::format("rank {}'s descriptor is of another step", r));
           shards.push_back(std::move(*entry));
         }
-        return manifest_text(step, o.world, user, std::move(shards));
+        return manifest_text(step, world, user, std::move(shards));
       },
       o.cluster_commit_timeout_seconds);
-  if (!committed) log::warn("checkpoint step {}: cluster memory tier: {}", step, committed.error().message);
 }
 
 }  // namespace endure::ckpt

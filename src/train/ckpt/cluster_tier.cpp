@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/error_codes.h"
+#include "common/log.h"
 #include "train/ckpt/format.h"
 
 namespace endure::ckpt {
@@ -52,34 +53,31 @@ Result<std::vector<std::string>> ClusterTier::save(int64_t step, const void* sha
   return held;
 }
 
-Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const ManifestOf& make_manifest,
-                                                     double timeout_seconds) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
-  std::set<int> waiting;
-  for (int r = 0; r < options_.world; ++r) waiting.insert(r);
-  while (!waiting.empty()) {
-    // One listing per store: which ranks' descriptors of the step it has.
-    std::map<std::string, std::set<std::string>> objects;
-    for (const auto& [node, at] : options_.config.stores) {
-      auto listed = client_.steps(at, options_.run);
-      if (!listed) continue;
-      for (const auto& s : (*listed)["Steps"])
-        if (s.value("Step", int64_t{-1}) == step)
-          for (const auto& o : s["Objects"]) objects[node].insert(o.value("Name", ""));
-    }
-    for (auto it = waiting.begin(); it != waiting.end();) {
-      bool whole = true;
-      for (const auto& node : holders(*it)) whole = whole && objects[node].count(descriptor_name(*it));
-      it = whole ? waiting.erase(it) : std::next(it);
-    }
-    if (waiting.empty()) break;
-    if (std::chrono::steady_clock::now() > deadline)
-      return make_error("CommitTimeout",
-                        fmt::format("memory tier step {}: rank {} ({} ranks in all) is not in every store it "
-                                    "goes to (one refused it, or is down)",
-                                    step, *waiting.begin(), waiting.size()));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+std::map<std::string, std::map<int64_t, std::set<std::string>>> ClusterTier::listings() {
+  std::map<std::string, std::map<int64_t, std::set<std::string>>> out;
+  for (const auto& [node, at] : options_.config.stores) {
+    auto listed = client_.steps(at, options_.run);
+    if (!listed) continue;
+    auto& steps = out[node];
+    for (const auto& s : (*listed)["Steps"])
+      for (const auto& o : s["Objects"]) steps[s.value("Step", int64_t{-1})].insert(o.value("Name", ""));
   }
+  return out;
+}
+
+std::optional<int> ClusterTier::first_missing(
+    int64_t step, const std::map<std::string, std::map<int64_t, std::set<std::string>>>& at) {
+  for (int r = 0; r < options_.world; ++r)
+    for (const auto& node : holders(r)) {
+      auto store = at.find(node);
+      if (store == at.end()) return r;
+      auto objects = store->second.find(step);
+      if (objects == store->second.end() || !objects->second.count(descriptor_name(r))) return r;
+    }
+  return std::nullopt;
+}
+
+Result<std::vector<std::string>> ClusterTier::write_manifest(int64_t step, const ManifestOf& make_manifest) {
   std::vector<std::string> descriptors;
   for (int r = 0; r < options_.world; ++r) {
     Result<std::string> text = make_error("NoCopy", "");
@@ -97,6 +95,81 @@ Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const Manifes
   if (written.empty())
     return make_error("NoCopy", fmt::format("memory tier step {}: no store took the manifest", step));
   return written;
+}
+
+Error ClusterTier::not_whole(int64_t step, int rank) const {
+  return make_error("CommitTimeout", fmt::format("memory tier step {}: rank {} is not in every store it goes to "
+                                                 "(one refused it, or is down)",
+                                                 step, rank));
+}
+
+Result<std::vector<std::string>> ClusterTier::commit(int64_t step, const ManifestOf& make_manifest,
+                                                     double timeout_seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds);
+  for (;;) {
+    auto missing = first_missing(step, listings());
+    if (!missing) return write_manifest(step, make_manifest);
+    if (std::chrono::steady_clock::now() > deadline) return not_whole(step, *missing);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+void ClusterTier::commit_later(int64_t step, ManifestOf make_manifest, double timeout_seconds) {
+  std::lock_guard lock(mu_);
+  auto deadline = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(timeout_seconds));
+  waiting_[step] = {std::move(make_manifest), deadline};
+  if (!committer_.joinable()) committer_ = std::thread([this] { commit_loop(); });
+  cv_.notify_all();
+}
+
+void ClusterTier::wait_commits() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&] { return waiting_.empty() && !committing_; });
+}
+
+ClusterTier::~ClusterTier() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (committer_.joinable()) committer_.join();
+}
+
+void ClusterTier::commit_loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return !waiting_.empty() || stop_; });
+    if (waiting_.empty()) return;  // stopping, with nothing left to commit
+    committing_ = true;
+    std::map<int64_t, Waiting> steps = waiting_;
+    lock.unlock();
+    auto at = listings();
+    std::optional<int64_t> whole;
+    for (auto it = steps.rbegin(); it != steps.rend() && !whole; ++it)
+      if (!first_missing(it->first, at)) whole = it->first;
+    if (whole) {
+      auto written = write_manifest(*whole, steps[*whole].make_manifest);
+      if (!written) log::warn("checkpoint step {}: cluster memory tier: {}", *whole, written.error().message);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    lock.lock();
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      const bool moot = whole && it->first <= *whole;
+      const bool late = now > it->second.deadline;
+      if (late && !moot) {
+        auto missing = first_missing(it->first, at);
+        log::warn("checkpoint step {}: cluster memory tier: {}", it->first,
+                  not_whole(it->first, missing.value_or(0)).message);
+      }
+      it = moot || late || stop_ ? waiting_.erase(it) : std::next(it);
+    }
+    committing_ = false;
+    cv_.notify_all();
+    if (!waiting_.empty()) cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return stop_; });
+  }
 }
 
 std::optional<std::pair<int64_t, std::string>> ClusterTier::newest_committed() {

@@ -5,9 +5,15 @@
 // (endure/checkpoint.h): a store holds a step as a checkpoint folder holds it.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <set>
+#include <thread>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,6 +57,15 @@ class ClusterTier {
   Result<std::vector<std::string>> commit(int64_t step, const ManifestOf& make_manifest,
                                           double timeout_seconds);
 
+  // commit() on a thread of the tier's own, so that rank 0's next save waits for no other
+  // rank's copies: steps wait in order, the newest whole one is committed, and the older
+  // ones still waiting are dropped (a newer step held in memory makes them moot); a step
+  // not whole within timeout_seconds is dropped with a logged warning.
+  void commit_later(int64_t step, ManifestOf make_manifest, double timeout_seconds);
+  // Until no step waits for its commit.
+  void wait_commits();
+  ~ClusterTier();
+
   // The newest step whose manifest any store of the job holds, and that manifest; nothing
   // when none does. Stores that do not answer are passed over.
   std::optional<std::pair<int64_t, std::string>> newest_committed();
@@ -75,8 +90,28 @@ class ClusterTier {
  private:
   const StoreAddress& store(const std::string& node) const { return options_.config.stores.at(node); }
   std::vector<Candidate> candidates(int rank) const;
+  // Per store of the job that answers, the objects it holds of each step.
+  std::map<std::string, std::map<int64_t, std::set<std::string>>> listings();
+  // Whether every holder of every rank has its descriptor of `step`, and if not the first
+  // rank that lacks one.
+  std::optional<int> first_missing(int64_t step,
+                                   const std::map<std::string, std::map<int64_t, std::set<std::string>>>& at);
+  Error not_whole(int64_t step, int rank) const;
+  Result<std::vector<std::string>> write_manifest(int64_t step, const ManifestOf& make_manifest);
+  void commit_loop();
+
   Options options_;
   ClusterStoreClient client_;
+
+  struct Waiting {
+    ManifestOf make_manifest;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<int64_t, Waiting> waiting_;  // steps for the committer, by step
+  bool committing_ = false, stop_ = false;
+  std::thread committer_;
 };
 
 }  // namespace endure::ckpt

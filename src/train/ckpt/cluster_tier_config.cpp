@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <fstream>
+#include <map>
 #include <set>
+#include <sstream>
 
 #include "api/node_contract.h"
 #include "api/node_files.h"
@@ -18,8 +21,27 @@ Error bad(const std::filesystem::path& file, const std::string& rule) {
 }  // namespace
 
 ClusterTierFiles ClusterTierFiles::node() {
-  return {node::kMemoryStoreConfigPath, node::kResourceConfigPath};
+  return {node::kMemoryStoreConfigPath, node::kResourceConfigPath, node::kHostsPath};
 }
+
+namespace {
+
+// The IPv4 address of each name in a hosts file ("ADDRESS NAME [ALIAS...]" lines); nothing
+// when there is no file.
+std::map<std::string, std::string> ipv4_hosts(const std::filesystem::path& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::string address, name;
+    if (!(words >> address) || address.find(':') != std::string::npos) continue;
+    while (words >> name) out.emplace(name, address);
+  }
+  return out;
+}
+
+}  // namespace
 
 Result<ClusterTierConfig> load_cluster_tier(const std::string& own_node,
                                             const std::vector<std::string>& job_nodes,
@@ -41,6 +63,7 @@ Result<ClusterTierConfig> load_cluster_tier(const std::string& own_node,
     return bad(files.resource_config, "InstanceGroups: a list is required");
 
   ClusterTierConfig config{store->cluster_name, store->token, own_node, {}, {}};
+  const auto hosts = files.hosts.empty() ? std::map<std::string, std::string>{} : ipv4_hosts(files.hosts);
   std::set<std::string> wanted(job_nodes.begin(), job_nodes.end());
   for (const auto& group : resources["InstanceGroups"]) {
     if (!group.is_object() || !group.contains("Instances") || !group["Instances"].is_array())
@@ -53,6 +76,7 @@ Result<ClusterTierConfig> load_cluster_tier(const std::string& own_node,
         return bad(files.resource_config, "InstanceGroups[].Instances[]: InstanceName and CustomerIpAddress are required");
       if (!wanted.empty() && !wanted.count(name)) continue;
       config.nodes.push_back({name, group_name, inst.value("Rack", "")});
+      if (auto moved = hosts.find(name); moved != hosts.end()) address = moved->second;
       config.stores[name] = {name, address, store->port};
     }
   }

@@ -26,7 +26,11 @@ struct ClusterTierConfig {
 struct ClusterTierFiles {
   std::filesystem::path memory_store;     // memory_store.json
   std::filesystem::path resource_config;  // resource_config.json
-  static ClusterTierFiles node();         // where a node has them
+  // The node's hosts file (optional): a node's address is the one it names, as for Slurm
+  // and the ranks' communicator; resource_config.json keeps each node's address at its
+  // launch, and a replacement (a warm spare) may have moved the node since.
+  std::filesystem::path hosts;
+  static ClusterTierFiles node();  // where a node has them
 };
 
 // The tier for a rank on own_node of a job on job_nodes (empty: every instance the

@@ -1,6 +1,7 @@
 // A rank's view of the cluster memory tier from the node's files: the credential, and the
 // job's nodes with their groups and stores; a tier that is off, and files that are not
-// what they should be, said so naming the file and the field.
+// what they should be, said so naming the file and the field; a node moved by a replacement
+// found where the hosts file says.
 #include "train/ckpt/cluster_tier_config.h"
 
 #include <gtest/gtest.h>
@@ -42,6 +43,17 @@ TEST_F(ClusterTierConfigTest, TheJobsNodesTheirGroupsAndStores) {
   EXPECT_EQ(config->stores.at("node-3").address, "127.0.7.4");
   EXPECT_EQ(config->stores.at("node-3").port, 6830);
   EXPECT_FALSE(config->stores.count("ctl-1"));  // not the job's
+}
+
+// A warm spare swapped in moves its node to another address: the node's hosts file says
+// where it is now, resource_config.json where it was at launch.
+TEST_F(ClusterTierConfigTest, TheHostsFileSaysWhereAMovedNodeIsNow) {
+  files_.hosts = dir_.path() / "hosts";
+  write(files_.hosts, "127.0.0.1 localhost\n::1 localhost node-1\n# 127.0.9.9 node-1\n127.0.7.9 node-2 n2\n");
+  auto config = load_cluster_tier("node-1", {"node-1", "node-2"}, files_);
+  ASSERT_TRUE(config) << config.error().message;
+  EXPECT_EQ(config->stores.at("node-2").address, "127.0.7.9");
+  EXPECT_EQ(config->stores.at("node-1").address, "127.0.7.2");  // IPv6 lines and comments pass
 }
 
 TEST_F(ClusterTierConfigTest, NoJobListMeansEveryInstance) {
