@@ -144,6 +144,9 @@ int run_agent(const std::string& config_path, bool restarted) {
     reporter.report_lifecycle(failed);
   }
 
+  // The node's memory store, while the cluster enables the memory tier.
+  agent::MemoryStoreSupervisor memory_store(*config, config_path);
+
   // Continuous checks on a thread of their own: a check that waits on a hung /fsx must
   // not hold back heartbeats.
   std::thread checker([&] {
@@ -153,7 +156,7 @@ int run_agent(const std::string& config_path, bool restarted) {
       if (in_service) {
         reporter.set_findings(agent::health::run_all(checks));
         json gauges = agent::health::gather_gauges(checks);
-        agent::MemoryStoreSupervisor::gauges(config->node_name, gauges);
+        memory_store.gauges(gauges);
         reporter.set_gauges(std::move(gauges));
       }
       for (auto slept = 0ms; slept < period && !g_stop; slept += 100ms) {
@@ -177,9 +180,6 @@ int run_agent(const std::string& config_path, bool restarted) {
                                            [&](std::vector<agent::health::LoggedFault> found) {
                                              if (in_service) report_faults(reporter, found);
                                            });
-
-  // The node's memory store, while the cluster enables the memory tier.
-  agent::MemoryStoreSupervisor memory_store(*config);
 
   // Reaps the lifecycle script and the memory store (our children) and whatever else of
   // ours ends; the node's orphans go to its init.

@@ -45,11 +45,26 @@ std::string MemoryStoreSupervisor::arena_of(const std::string& instance_id) {
   return node::kMemoryStoreArenaPrefix + instance_id;
 }
 
-void MemoryStoreSupervisor::gauges(const std::string& node_name, json& out) {
+std::string MemoryStoreSupervisor::address_now() const {
+  std::string name = config_.node_name;
+  if (auto text = fs::read_file(config_path_)) {
+    auto now = api::AgentConfig::from_json(json::parse(*text, nullptr, false));
+    if (now) name = now->node_name;
+  }
+  auto hosts = api::hosts_ipv4(node::kHostsPath);
+  if (auto it = hosts.find(name); it != hosts.end()) return it->second;
+  return own_address(name);
+}
+
+void MemoryStoreSupervisor::gauges(json& out) const {
   auto text = fs::read_file(node::kMemoryStoreConfigPath);
   if (!text) return;
   auto config = api::MemoryStoreConfig::from_json(json::parse(*text, nullptr, false));
-  std::string address = own_address(node_name);
+  std::string address;
+  {
+    std::lock_guard lock(mu_);
+    address = address_;
+  }
   if (!config || address.empty()) return;
   httplib::Client client(address, config->port);
   client.set_connection_timeout(1, 0);
@@ -72,7 +87,8 @@ void MemoryStoreSupervisor::gauges(const std::string& node_name, json& out) {
     if (stats.contains(field) && stats[field].is_number()) out[key] = stats[field].get<double>();
 }
 
-MemoryStoreSupervisor::MemoryStoreSupervisor(const api::AgentConfig& config) : config_(config) {
+MemoryStoreSupervisor::MemoryStoreSupervisor(const api::AgentConfig& config, std::string config_path)
+    : config_(config), config_path_(std::move(config_path)) {
   // A store an earlier agent of this boot started (we were restarted) holds the port: ours,
   // by its pid file, so it is stopped and ours started; what it held stays in the arena.
   if (auto text = fs::read_file(kPidFile)) {
@@ -91,16 +107,24 @@ MemoryStoreSupervisor::~MemoryStoreSupervisor() { stop(); }
 void MemoryStoreSupervisor::tick() {
   auto text = fs::read_file(node::kMemoryStoreConfigPath);
   if (!text) return stop();
-  // A new share or credential: the store starts again with it; what it holds stays in the
-  // arena (a smaller share evicts down to it).
-  if (pid_ != 0 && *text != started_with_) {
-    log::info("memory store: {} changed: starting the store again", node::kMemoryStoreConfigPath);
+  // A new share or credential, or a new address: the store starts again with it; what it
+  // holds stays in the arena (a smaller share evicts down to it).
+  const std::string address = address_now();
+  std::string running;
+  {
+    std::lock_guard lock(mu_);
+    running = address_;
+  }
+  if (pid_ != 0 && (*text != started_with_ || address != running)) {
+    log::info("memory store: {}: starting the store again",
+              *text != started_with_ ? std::string(node::kMemoryStoreConfigPath) + " changed"
+                                     : "the node's address is now " + address);
     stop();
     next_start_ = {};
   }
   if (pid_ == 0 && std::chrono::steady_clock::now() >= next_start_) {
     started_with_ = *text;
-    start();
+    start(address);
   }
 }
 
@@ -114,11 +138,10 @@ void MemoryStoreSupervisor::exited(int pid, int status) {
   next_start_ = std::chrono::steady_clock::now() + kRestartPause;
 }
 
-void MemoryStoreSupervisor::start() {
-  std::string address = own_address(config_.node_name);
+void MemoryStoreSupervisor::start(const std::string& address) {
   next_start_ = std::chrono::steady_clock::now() + kRestartPause;
   if (address.empty()) {
-    log::warn("memory store: {} is not in {}: not started", config_.node_name,
+    log::warn("memory store: this node is in neither {} nor {}: not started", node::kHostsPath,
               node::kResourceConfigPath);
     return;
   }
@@ -146,6 +169,10 @@ void MemoryStoreSupervisor::start() {
     _exit(127);
   }
   pid_ = pid;
+  {
+    std::lock_guard lock(mu_);
+    address_ = address;
+  }
   log::ok(fs::atomic_write_file(kPidFile, std::to_string(pid) + "\n"),
           "save the memory store's pid");
   log::info("memory store: started pid {} on {}", pid, address);
@@ -164,6 +191,10 @@ void MemoryStoreSupervisor::stop() {
     ::waitpid(pid_, &status, 0);
   }
   pid_ = 0;
+  {
+    std::lock_guard lock(mu_);
+    address_.clear();
+  }
   std::error_code ec;
   std::filesystem::remove(kPidFile, ec);
 }

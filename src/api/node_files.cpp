@@ -1,6 +1,8 @@
 #include "api/node_files.h"
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "api/node_contract.h"
 #include "common/fs.h"
@@ -31,6 +33,19 @@ Result<AutoResumeConfig> AutoResumeConfig::from_json(const json& in) {
 json MemoryStoreConfig::to_json() const { return codec::write(*this); }
 Result<MemoryStoreConfig> MemoryStoreConfig::from_json(const json& in) {
   return read_file_shape<MemoryStoreConfig>(in, "InvalidConfig", "memory_store.json");
+}
+
+std::map<std::string, std::string> hosts_ipv4(const std::filesystem::path& path) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::string address, name;
+    if (!(words >> address) || address.find(':') != std::string::npos) continue;
+    while (words >> name) out.emplace(name, address);
+  }
+  return out;
 }
 
 Result<AutoResumeConfig> load_auto_resume_config() {

@@ -11,6 +11,8 @@
 //                                                      LocalBoot
 #pragma once
 
+#include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -114,6 +116,12 @@ struct AutoResumeConfig {
 
 // The file at $ENDURE_AUTO_RESUME_CONFIG, else node::kAutoResumeConfigPath.
 Result<AutoResumeConfig> load_auto_resume_config();
+
+// The IPv4 address a hosts file (node::kHostsPath's form: "ADDRESS NAME [ALIAS...]" lines)
+// gives each name; nothing when there is no file. endured keeps every node's hosts file
+// current as replacements move nodes, where resource_config.json keeps the addresses of
+// the node's launch.
+std::map<std::string, std::string> hosts_ipv4(const std::filesystem::path& path);
 
 // How a namespace node boots (the local provider's boot.json, read by endure-agent --boot
 // inside the node's new namespaces).

@@ -1,6 +1,6 @@
 // What a node's memory store drops to make room: whole steps, oldest first, and never a
-// run's newest complete step or any step above it (the one being written). A step is
-// complete in a store once its manifest is there. Whatever cannot be made to fit is refused
+// run's newest complete step or the two newest above it (being written). A step is complete
+// in a store once its manifest is there; an unfinished one below those was given up. Whatever cannot be made to fit is refused
 // rather than squeezed in: the store never holds more than its share of the node's memory.
 #pragma once
 
@@ -22,7 +22,8 @@ struct HeldStep {
   bool operator==(const HeldStep&) const = default;
 };
 
-// Whether `s` may go: below the newest complete step of its run.
+// Whether `s` may go: neither its run's newest complete step nor one of the two newest
+// above it.
 bool evictable(const HeldStep& s, const std::vector<HeldStep>& held);
 
 // The steps to drop, oldest first, so that `incoming` more bytes fit within `capacity`

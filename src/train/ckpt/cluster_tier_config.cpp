@@ -2,10 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "api/node_contract.h"
 #include "api/node_files.h"
@@ -23,25 +21,6 @@ Error bad(const std::filesystem::path& file, const std::string& rule) {
 ClusterTierFiles ClusterTierFiles::node() {
   return {node::kMemoryStoreConfigPath, node::kResourceConfigPath, node::kHostsPath};
 }
-
-namespace {
-
-// The IPv4 address of each name in a hosts file ("ADDRESS NAME [ALIAS...]" lines); nothing
-// when there is no file.
-std::map<std::string, std::string> ipv4_hosts(const std::filesystem::path& path) {
-  std::map<std::string, std::string> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::istringstream words(line.substr(0, line.find('#')));
-    std::string address, name;
-    if (!(words >> address) || address.find(':') != std::string::npos) continue;
-    while (words >> name) out.emplace(name, address);
-  }
-  return out;
-}
-
-}  // namespace
 
 Result<ClusterTierConfig> load_cluster_tier(const std::string& own_node,
                                             const std::vector<std::string>& job_nodes,
@@ -63,7 +42,7 @@ Result<ClusterTierConfig> load_cluster_tier(const std::string& own_node,
     return bad(files.resource_config, "InstanceGroups: a list is required");
 
   ClusterTierConfig config{store->cluster_name, store->token, own_node, {}, {}};
-  const auto hosts = files.hosts.empty() ? std::map<std::string, std::string>{} : ipv4_hosts(files.hosts);
+  const auto hosts = files.hosts.empty() ? std::map<std::string, std::string>{} : api::hosts_ipv4(files.hosts);
   std::set<std::string> wanted(job_nodes.begin(), job_nodes.end());
   for (const auto& group : resources["InstanceGroups"]) {
     if (!group.is_object() || !group.contains("Instances") || !group["Instances"].is_array())

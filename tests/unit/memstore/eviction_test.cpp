@@ -1,5 +1,5 @@
 // What a memory store drops for room: the oldest steps first, never a run's newest complete
-// step or one being written above it, and nothing at all when that cannot make room.
+// step or its two newest (being written), and nothing at all when that cannot make room.
 #include "memstore/eviction.h"
 
 #include <gtest/gtest.h>
@@ -52,6 +52,26 @@ TEST(Eviction, ARunWithNoCompleteStepKeepsEverything) {
   std::vector<HeldStep> held = {step("a", 1, 50, false, 1), step("a", 2, 50, false, 2)};
   EXPECT_FALSE(evictable(held[0], held));
   EXPECT_FALSE(evict_for(held, 100, 120, 30));
+}
+
+TEST(Eviction, UnfinishedStepsBelowTheTwoNewestWereGivenUpAndGo) {
+  // Commits stopped after step 2 (a peer's store was down): 3 and 4 will never complete,
+  // 5 and 6 are being written.
+  std::vector<HeldStep> held = {step("a", 2, 10, true, 2), step("a", 3, 10, false, 3),
+                                step("a", 4, 10, false, 4), step("a", 5, 10, false, 5),
+                                step("a", 6, 10, false, 6)};
+  EXPECT_FALSE(evictable(held[0], held));
+  EXPECT_TRUE(evictable(held[1], held));
+  EXPECT_TRUE(evictable(held[2], held));
+  EXPECT_FALSE(evictable(held[3], held));
+  EXPECT_FALSE(evictable(held[4], held));
+  auto drops = evict_for(held, 50, 50, 20);
+  ASSERT_TRUE(drops);
+  EXPECT_EQ(*drops, (std::vector<HeldStep>{held[1], held[2]}));
+  // With none complete at all, the same.
+  held.erase(held.begin());
+  EXPECT_TRUE(evictable(held[0], held));
+  EXPECT_FALSE(evictable(held[2], held));
 }
 
 TEST(Eviction, RunsAreJudgedEachByItsOwnSteps) {
