@@ -112,6 +112,7 @@ class ClusterFixture : public ::testing::Test {
     json spec = make_spec(name, workers);
     spec["NodeRecovery"] = recovery;
     if (warm_spares_ > 0) spec["InstanceGroups"][1]["WarmSpares"] = warm_spares_;
+    for (const auto& [key, value] : spec_fields_.items()) spec[key] = value;
     if (!lifecycle_source_.empty()) {
       for (auto& g : spec["InstanceGroups"]) {
         g["LifeCycleConfig"]["SourceS3Uri"] = lifecycle_source_;
@@ -140,6 +141,7 @@ class ClusterFixture : public ::testing::Test {
   std::string name_;
   int warm_spares_ = 0;           // the worker group's WarmSpares, set before start_cluster
   std::string lifecycle_source_;  // every group's SourceS3Uri when set (before start_cluster)
+  json spec_fields_ = json::object();  // top-level fields of the spec (before start_cluster)
 };
 
 }  // namespace endure::test

@@ -32,7 +32,7 @@ json layout_json(const zero::Layout& layout) {
   return json{{"world", layout.world()}, {"units", units}};
 }
 
-Result<ckpt::CheckpointInfo> restore_state(const ckpt::Checkpointer& ckpt,
+Result<ckpt::CheckpointInfo> read_state(const ckpt::Checkpointer& ckpt,
                                            const ckpt::CheckpointInfo& info, int rank,
                                            zero::Engine& engine) {
   const zero::Layout& now = engine.layout();
@@ -83,7 +83,6 @@ Result<ckpt::CheckpointInfo> restore_state(const ckpt::Checkpointer& ckpt,
       }
     }
   }
-  if (auto s = engine.restored(info.user.value("adam_step", int64_t{0})); !s) return s.error();
   return read;
 }
 

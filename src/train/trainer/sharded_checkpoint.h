@@ -26,11 +26,12 @@ Result<model::AdamWSlice> next_state(ckpt::Checkpointer& ckpt, zero::Engine& eng
 // What a checkpoint's metadata says of its layout: {"world": N, "units": [floats, ...]}.
 json layout_json(const zero::Layout& layout);
 
-// Restores rank `rank`'s parts of `info` (a step every rank restores) into the engine,
-// resharding when another world size saved it, and then the engine's whole buffers; what
-// was read (its tier, "resharded" when read from the old ranks' shards, and its bytes).
+// Reads rank `rank`'s parts of `info` into the engine, resharding when another world size
+// saved it; what was read (its tier, "resharded" when read from the old ranks' shards, and
+// its bytes). No collective: a rank that fails leaves the others free to try another
+// step; once every rank has read the step, engine.restored() makes the whole buffers.
 // "ValidationException" when the checkpoint's units are not this model's.
-Result<ckpt::CheckpointInfo> restore_state(const ckpt::Checkpointer& ckpt,
+Result<ckpt::CheckpointInfo> read_state(const ckpt::Checkpointer& ckpt,
                                            const ckpt::CheckpointInfo& info, int rank,
                                            zero::Engine& engine);
 

@@ -66,7 +66,7 @@ Result<ckpt::CheckpointInfo> Trainer::Impl::restore_step(const ckpt::CheckpointI
   if (!user.contains("model") || user["model"] != model_config.to_json()) {
     return invalid("step " + std::to_string(info.step) + " is of another model");
   }
-  auto read = restore_state(*ckpt, info, ranks.rank, *engine);
+  auto read = read_state(*ckpt, info, ranks.rank, *engine);
   if (!read) return read.error();
   auto position = data::LoaderPosition::from_json(user.value("loader", json()));
   if (!position) return position.error();
@@ -117,9 +117,10 @@ Status Trainer::Impl::restore() {
                                : read.error().message}});
       continue;
     }
+    const json& u = it->second.user;
+    if (auto s = engine->restored(u.value("adam_step", int64_t{0})); !s) return s;
     auto from = gather_restored(*read);
     if (!from) return from.error();
-    const json& u = it->second.user;
     step = candidate;
     saved_step = candidate;
     resumed_from = candidate;
