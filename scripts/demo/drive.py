@@ -9,6 +9,11 @@ again from the previous one. Ends when the run logs "done" (fails when the job e
 
 Writes the stamped lines (each the trainer's JSON with "t": seconds since the epoch) and the
 faults made: [{kind, node, target_step, step, t}].
+
+--kinds kill,hang,crash makes those faults in that order (else three of crash, hang and a
+logged hardware error, shuffled); "kill" is the trainer alone killed with SIGKILL on its
+healthy node (--job names the job, whose processes Slurm lists on the node), a failure
+srun --auto-resume=1 leaves to the job script to run again.
 """
 import argparse
 import json
@@ -90,14 +95,15 @@ class Follower:
             return False
 
 
-def plan_faults(rng, steps, nodes):
-    """Three faults of different kinds on different nodes, in random order, each at a random
-    step of its own third of the run (clear of the warmup and of the end, so that the run
-    has time to come back before the next)."""
-    kinds = ["crash", "hang", rng.choice(["xid", "ecc"])]
-    rng.shuffle(kinds)
+def plan_faults(rng, steps, nodes, kinds=None):
+    """Three faults of different kinds on different nodes, in random order (or `kinds`, in
+    its order), each at a random step of its own third of the run (clear of the warmup and
+    of the end, so that the run has time to come back before the next)."""
+    if not kinds:
+        kinds = ["crash", "hang", rng.choice(["xid", "ecc"])]
+        rng.shuffle(kinds)
     chosen = rng.sample(nodes, len(kinds))
-    third = (steps - 60) // 3
+    third = (steps - 60) // len(kinds)
     plan = []
     for i, (kind, node) in enumerate(zip(kinds, chosen)):
         lo = 30 + i * third
@@ -105,9 +111,19 @@ def plan_faults(rng, steps, nodes):
     return plan
 
 
-def inject(endure, cluster, fault):
-    out = subprocess.run([endure, "debug", "inject-fault", "--cluster-name", cluster, "--node",
-                          fault["node"], "--kind", fault["kind"]], capture_output=True, text=True)
+# The job's endure-train on the node, by its pid among the processes Slurm lists for the job.
+KILL_TRAINER = ('for p in $(scontrol listpids {job} | awk "NR>1{{print \\$1}}"); do '
+                '[ "$(cat /proc/$p/comm 2>/dev/null)" = endure-train ] && kill -9 $p && exit 0; done; exit 1')
+
+
+def inject(endure, cluster, fault, job=None):
+    if fault["kind"] == "kill":
+        command = [endure, "exec", "--cluster-name", cluster, "--node", fault["node"], "--",
+                   "bash", "-c", KILL_TRAINER.format(job=job)]
+    else:
+        command = [endure, "debug", "inject-fault", "--cluster-name", cluster, "--node",
+                   fault["node"], "--kind", fault["kind"]]
+    out = subprocess.run(command, capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"drive: inject-fault {fault['kind']} on {fault['node']} failed: "
                  f"{out.stdout}{out.stderr}")
@@ -124,6 +140,8 @@ def main():
     p.add_argument("--cluster", default="demo")
     p.add_argument("--endure", default="endure")
     p.add_argument("--job-out", help="the job's output file")
+    p.add_argument("--job", help="the job's id (for --kinds kill)")
+    p.add_argument("--kinds", default="", help="the faults, in order (default: shuffled)")
     p.add_argument("--start-timeout", type=float, default=120)
     a = p.parse_args()
 
@@ -131,13 +149,14 @@ def main():
     run.wait(lambda: run.try_steps > 0, a.start_timeout, "first step")
     made = []
     if a.faults:
-        plan = plan_faults(random.Random(a.seed), a.steps, a.nodes.split(","))
+        kinds = [k for k in a.kinds.split(",") if k]
+        plan = plan_faults(random.Random(a.seed), a.steps, a.nodes.split(","), kinds)
         for fault in plan:
             run.wait(lambda: run.step >= fault["target_step"], RECOVERY_TIMEOUT_S,
                      f"step {fault['target_step']}")
             fault["step"] = run.step
             fault["t"] = time.time()
-            inject(a.endure, a.cluster, fault)
+            inject(a.endure, a.cluster, fault, a.job)
             made.append(fault)
             print(f"  step {fault['step']:4d}: {fault['kind']:5s} on {fault['node']}", flush=True)
             tries = run.tries

@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <optional>
+#include <vector>
 #include <thread>
 
 #include "api/messages.h"
@@ -18,6 +20,7 @@
 #include "common/http_client.h"
 #include "common/ids.h"
 #include "common/process.h"
+#include "slurm/hostlist.h"
 #include "spank/auto_resume_option.h"
 
 namespace endure::autoresume {
@@ -98,6 +101,18 @@ bool slurmctld_answers() {
   return out.exit_code == 0 && out.out.find("is UP") != std::string::npos;
 }
 
+// The nodes the job holds now, as squeue lists them; nothing when it does not answer.
+std::optional<std::vector<std::string>> job_nodes(long long job_id) {
+  process::Options options;
+  options.timeout = std::chrono::seconds(15);
+  auto out = process::run({"squeue", "-h", "-j", std::to_string(job_id), "-o", "%N"}, options);
+  if (out.exit_code != 0) return std::nullopt;
+  std::string list = out.out.substr(0, out.out.find_first_of(" \n"));
+  auto hosts = slurm::expand_hostlist(list);
+  if (!hosts) return std::nullopt;
+  return *hosts;
+}
+
 // A step that failed while slurmctld was down failed on no node: srun cannot start or follow
 // a step without it. Waits until slurmctld answers again (endured starts a slurmctld that
 // exited or crashed); false when it does not within the timeout or a signal came.
@@ -146,11 +161,17 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
   }
 
   int slurmctld_outages = 0;
+  double started = 0, failed_at = 0;
+  int code = 0;
+  bool run_step = true;  // false: the last failure is asked about again, not the step re-run
   for (;;) {
-    double started = ids::now_seconds();
-    int code = run_srun(step, count, reason);
-    if (g_signalled) return code;
-    double failed_at = ids::now_seconds();
+    if (run_step) {
+      started = ids::now_seconds();
+      code = run_srun(step, count, reason);
+      if (g_signalled) return code;
+      failed_at = ids::now_seconds();
+    }
+    run_step = true;
     if (code != 0 && slurmctld_outages < kMaxSlurmctldOutages && !slurmctld_answers()) {
       ++slurmctld_outages;
       say("step failed (exit " + std::to_string(code) +
@@ -236,6 +257,20 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
     }
     count = status->resume_count;
     reason = status->reason;
+    // Nodes that failed at once may reach endured as one fault, the others judged a moment
+    // after the step's failure was: the job must hold every node of the step again, or the
+    // ones it lacks are asked about as a fault of their own before the step runs.
+    if (auto held = job_nodes(step.job_id)) {
+      std::vector<std::string> lacking;
+      for (const auto& n : step.nodes)
+        if (std::find(held->begin(), held->end(), n) == held->end()) lacking.push_back(n);
+      if (!lacking.empty()) {
+        say("the job does not hold " + slurm::join_hostlist(lacking) +
+            " again: asking endured about them before the step runs");
+        run_step = false;
+        continue;
+      }
+    }
     say(fmt::format(
         "job is whole again {:.1f} s after the failure: re-running the step (resume {})",
         ids::now_seconds() - failed_at, count));

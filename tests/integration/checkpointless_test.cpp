@@ -4,7 +4,8 @@
 // the trainer killed on a healthy node restores from its own node's store (nothing from
 // /fsx), a crashed node's rank from its peer's replica, a rank whose own copy was damaged
 // from the replica and says so; two adjacent nodes crashed (both copies of a rank gone)
-// fall back to the newest step on /fsx and say so. Every run ends with every rank's final
+// fall back to the newest step on /fsx and say so; a store killed in the middle of a
+// replication never has a partial step restored. Every run ends with every rank's final
 // shard equal, byte for byte, to an uninterrupted run's.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -180,8 +181,8 @@ class Checkpointless : public AutoResume {
   }
 };
 
-// Three faults in one job: the trainer of rank 1 killed on its healthy node, rank 2's node
-// crashed, and rank 3's own copies damaged before its trainer is killed.
+// Three faults in one job: the trainer of rank 1 killed on its healthy node, rank 3's own
+// copies damaged before its trainer is killed, and rank 2's node crashed.
 TEST_F(Checkpointless, EachFaultRestoresFromTheNearestGoodCopyAndLosesAtMostTheStepInFlight) {
   ASSERT_NO_FATAL_FAILURE(start_tiered());
   const long long job = submit_training();
@@ -199,19 +200,9 @@ TEST_F(Checkpointless, EachFaultRestoresFromTheNearestGoodCopyAndLosesAtMostTheS
     EXPECT_EQ(t[1].tier(r), "cluster own node worker-" + std::to_string(r)) << t[1].restored.dump();
   }
 
-  // 2. Rank 2's node crashed (replaced by the warm spare, its store empty): rank 2 from its
-  // replica, the others from their own nodes.
-  const std::string replica_of_2 = replica_node(2);
-  ASSERT_FALSE(replica_of_2.empty());
-  ASSERT_NO_FATAL_FAILURE(crash("worker-2"));
-  ASSERT_TRUE(wait_try(3, 20)) << log_text();
-  t = tries();
-  EXPECT_LE(t[1].last() - t[2].resumed_from(), 1) << log_text();
-  EXPECT_EQ(t[2].tier(2), "cluster peer " + replica_of_2) << t[2].restored.dump();
-  EXPECT_EQ(t[2].tier(0), "cluster own node worker-0") << t[2].restored.dump();
-
-  // 3. One byte changed in every copy rank 3's node holds of its shard, its trainer stopped
-  // first so that no newer step lands: rank 3 passes its own copy over for the replica.
+  // 2. One byte changed in every copy rank 3's node holds of its shard, its trainer stopped
+  // first so that no newer step lands, then killed: rank 3 passes its own copy over for
+  // the replica.
   const std::string pid = trainer_pid(job, "worker-3");
   ASSERT_NO_FATAL_FAILURE(signal_trainer("worker-3", pid, SIGSTOP));
   auto own = copies("worker-3", 3);
@@ -225,40 +216,66 @@ TEST_F(Checkpointless, EachFaultRestoresFromTheNearestGoodCopyAndLosesAtMostTheS
     f.put(static_cast<char>(c ^ 0x5a));
   }
   ASSERT_NO_FATAL_FAILURE(signal_trainer("worker-3", pid, SIGKILL));
+  ASSERT_TRUE(wait_try(3, 20)) << log_text();
+  t = tries();
+  EXPECT_LE(t[1].last() - t[2].resumed_from(), 1) << log_text();
+  EXPECT_EQ(t[2].tier(3).rfind("cluster peer ", 0), 0u) << t[2].restored.dump();
+  EXPECT_EQ(t[2].tier(1), "cluster own node worker-1") << t[2].restored.dump();
+
+  // 3. Rank 2's node crashed (replaced by the warm spare, its store empty): rank 2 from its
+  // replica, the others from their own nodes. Last: after a node is replaced, Slurm keeps
+  // the dead step listed on it, and only srun --auto-resume's own re-run (--overlap) gets
+  // a new step on it; a plain srun of the script would wait.
+  const std::string replica_of_2 = replica_node(2);
+  ASSERT_FALSE(replica_of_2.empty());
+  ASSERT_NO_FATAL_FAILURE(crash("worker-2"));
   ASSERT_TRUE(wait_job_end(job, 300s)) << log_text();
   t = tries();
   ASSERT_GE(t.size(), 4u) << log_text();
   EXPECT_LE(t[2].last() - t[3].resumed_from(), 1) << log_text();
-  EXPECT_EQ(t[3].tier(3).rfind("cluster peer ", 0), 0u) << t[3].restored.dump();
-  EXPECT_EQ(t[3].tier(1), "cluster own node worker-1") << t[3].restored.dump();
+  EXPECT_EQ(t[3].tier(2), "cluster peer " + replica_of_2) << t[3].restored.dump();
+  EXPECT_EQ(t[3].tier(0), "cluster own node worker-0") << t[3].restored.dump();
 
   EXPECT_NE(read_text(fsx_ / ("train-" + std::to_string(job) + ".out")).find("srun rc=0"), std::string::npos);
   expect_same_losses();
   ASSERT_NO_FATAL_FAILURE(expect_final_shards_equal());
 }
 
-// Rank 1's node and the node of its replica crash at once: no copy of its shard is left in
-// memory, so the ranks restore the newest step on /fsx (rank 1 from /fsx itself), and the
-// log says which steps they fell back from.
-TEST_F(Checkpointless, TwoAdjacentNodesCrashedFallBackToTheDiskAndSaySo) {
+// The store of rank 2's node killed with SIGKILL in the middle of its replication, and
+// rank 2's trainer with it: the agent starts the store again (its whole objects kept, a
+// half-written one dropped) and the next try restores a step every copy of which was
+// whole, from memory. Then rank 1's node and the node of its replica crash at once: no
+// copy of its shard is left in memory, so the ranks restore the newest step on /fsx (rank
+// 1 from /fsx itself), and the log says which steps they fell back from.
+TEST_F(Checkpointless, AStoreKilledMidReplicationThenTwoAdjacentNodesCrashedFallBackToTheDisk) {
   ASSERT_NO_FATAL_FAILURE(start_tiered());
   const long long job = submit_training();
   ASSERT_GT(job, 0);
-  ASSERT_TRUE(wait_try(1, kTieredDiskEvery + 15)) << log_text();
+  ASSERT_TRUE(wait_try(1, 25)) << log_text();
+  const std::string trainer = trainer_pid(job, "worker-2");
+  auto store = e_->exec(name_, "worker-2", "kill -9 $(cat /opt/endure/memstore.pid)");
+  ASSERT_EQ(store.exit_code, 0) << store.err;
+  ASSERT_NO_FATAL_FAILURE(signal_trainer("worker-2", trainer, SIGKILL));
+  ASSERT_TRUE(wait_try(2, kTieredDiskEvery + 15)) << log_text();
+  auto t = tries();
+  EXPECT_LE(t[1].resumed_from(), t[0].last()) << log_text();
+  for (int r = 0; r < kRanks; ++r)
+    EXPECT_EQ(t[1].tier(r).rfind("cluster ", 0), 0u) << t[1].restored.dump();
+
   const std::string replica_of_1 = replica_node(1);
   ASSERT_FALSE(replica_of_1.empty());
   ASSERT_NE(replica_of_1, "worker-0");  // rank 0's node runs the batch script
   ASSERT_NO_FATAL_FAILURE(crash("worker-1"));
   ASSERT_NO_FATAL_FAILURE(crash(replica_of_1));
   ASSERT_TRUE(wait_job_end(job, 400s)) << log_text();
-  auto t = tries();
-  ASSERT_GE(t.size(), 2u) << log_text();
-  EXPECT_FALSE(t[1].fell_back.empty()) << log_text();
-  EXPECT_EQ(t[1].resumed_from() % kTieredDiskEvery, 0) << t[1].restored.dump();
+  t = tries();
+  ASSERT_GE(t.size(), 3u) << log_text();
+  EXPECT_FALSE(t[2].fell_back.empty()) << log_text();
+  EXPECT_EQ(t[2].resumed_from() % kTieredDiskEvery, 0) << t[2].restored.dump();
   // Rank 1 from /fsx; the others from wherever that step is nearest (a store keeps old
   // steps while it has room).
-  EXPECT_EQ(t[1].tier(1), "shared") << t[1].restored.dump();
-  for (int r = 0; r < kRanks; ++r) EXPECT_FALSE(t[1].tier(r).empty()) << t[1].restored.dump();
+  EXPECT_EQ(t[2].tier(1), "shared") << t[2].restored.dump();
+  for (int r = 0; r < kRanks; ++r) EXPECT_FALSE(t[2].tier(r).empty()) << t[2].restored.dump();
   expect_same_losses();
   ASSERT_NO_FATAL_FAILURE(expect_final_shards_equal());
 }
