@@ -84,8 +84,9 @@ for try in 1 2 3 4 5; do
     --warmup 20 --lr 1e-3 --min-lr 1e-4 --eval-every 0 --comm-timeout 30 \\
     --ckpt-dir /fsx/ckpt-$name --ckpt-every 10 --keep-last 2 --ckpt-cluster $tier \\
     --log /fsx/$name.jsonl >/dev/null
-  rc=\$?; echo "srun rc=\$rc"; [ \$rc = 0 ] && break
+  rc=\$?; [ \$rc = 0 ] && break; echo "try \$try: rc=\$rc"
 done
+echo "srun rc=\$rc"  # the job's end, as drive.py reads it
 EOF
   spares_ready
   local job
