@@ -112,6 +112,7 @@ inline constexpr const char* kState = "State";
 inline constexpr const char* kStatus = "Status";
 inline constexpr const char* kStepStartTime = "StepStartTime";
 inline constexpr const char* kSucceeded = "Succeeded";
+inline constexpr const char* kLackingNodes = "LackingNodes";
 inline constexpr const char* kSuccessful = "Successful";
 inline constexpr const char* kTags = "Tags";
 inline constexpr const char* kTargetCount = "TargetCount";

@@ -176,6 +176,9 @@ struct AutoResumeStepFailedRequest {
   int resumes = 0;                 // re-runs the supervisor has made so far
   std::optional<int> exit_status;  // srun's
   std::optional<bool> succeeded;   // srun exited 0: a fault endured knows of still counts
+  // Nodes of the step the job did not hold again when its last resume was ready (two
+  // nodes that failed at once, judged as one fault): at fault, whatever they report now.
+  std::optional<std::vector<std::string>> lacking_nodes;
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kClusterName, s.cluster_name);
@@ -187,6 +190,7 @@ struct AutoResumeStepFailedRequest {
     v(field::kResumes, s.resumes);
     v(field::kExitStatus, s.exit_status);
     v(field::kSucceeded, s.succeeded);
+    v(field::kLackingNodes, s.lacking_nodes);
   }
   Status check() const;
   json to_json() const;

@@ -5,15 +5,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <optional>
-#include <vector>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "api/messages.h"
 #include "api/wire.h"
@@ -164,6 +165,7 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
   double started = 0, failed_at = 0;
   int code = 0;
   bool run_step = true;  // false: the last failure is asked about again, not the step re-run
+  std::vector<std::string> failure_lacking;  // nodes the job did not hold again, to ask about
   for (;;) {
     if (run_step) {
       started = ids::now_seconds();
@@ -192,6 +194,7 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
     failure.failed_at = failed_at;
     failure.resumes = count;
     failure.exit_status = code;
+    if (!failure_lacking.empty()) failure.lacking_nodes = std::exchange(failure_lacking, {});
     if (code == 0) {
       // srun exits 0 when a node failed after the other tasks had finished: the tasks of
       // that node never did. A fault endured already knows of makes it a failure.
@@ -266,7 +269,8 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
         if (std::find(held->begin(), held->end(), n) == held->end()) lacking.push_back(n);
       if (!lacking.empty()) {
         say("the job does not hold " + slurm::join_hostlist(lacking) +
-            " again: asking endured about them before the step runs");
+            " again: asking endured to bring them back before the step runs");
+        failure_lacking = lacking;
         run_step = false;
         continue;
       }

@@ -174,7 +174,9 @@ class Checkpointless : public AutoResume {
     std::map<int64_t, double> seen;
     for (const auto& t : tries())
       for (const auto& [step, loss] : t.losses) {
-        if (seen.count(step)) EXPECT_EQ(loss, seen[step]) << "step " << step;
+        if (seen.count(step)) {
+          EXPECT_EQ(loss, seen[step]) << "step " << step;
+        }
         seen[step] = loss;
       }
     EXPECT_EQ(seen.rbegin()->first, kTieredSteps);
@@ -235,6 +237,9 @@ TEST_F(Checkpointless, EachFaultRestoresFromTheNearestGoodCopyAndLosesAtMostTheS
   EXPECT_LE(t[2].last() - t[3].resumed_from(), 1) << log_text();
   EXPECT_EQ(t[3].tier(2), "cluster peer " + replica_of_2) << t[3].restored.dump();
   EXPECT_EQ(t[3].tier(0), "cluster own node worker-0") << t[3].restored.dump();
+  // The warm spare that took worker-2's name serves its store under that name: the steps
+  // after the crash were replicated to it, so they could be committed.
+  EXPECT_FALSE(copies("worker-2", 2).empty()) << "no copy of rank 2 in worker-2's new store";
 
   EXPECT_NE(read_text(fsx_ / ("train-" + std::to_string(job) + ".out")).find("srun rc=0"), std::string::npos);
   expect_same_losses();

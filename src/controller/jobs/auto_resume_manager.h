@@ -85,6 +85,7 @@ struct StepFailure {
   int resumes = 0;  // the supervisor's count so far
   bool succeeded = false;
   std::string exit_status;  // as sent (JSON), "?" when absent: for the event's text
+  std::vector<std::string> lacking;  // LackingNodes: nodes the job did not hold again
 };
 
 // A ValidationException naming the first field that breaks its rule.

@@ -184,9 +184,12 @@ Result<json> Trainer::Impl::gather_restored(const ckpt::CheckpointInfo& read) {
 // waiting for it or sharing the cores with it.
 Status Trainer::Impl::save_checkpoint() {
   if (saved_step == step) return Status::Ok();
-  const bool disk_due = disk_due_after(step);
+  // A save between ckpt_every's (the cluster tier's, or a stop's) goes to the memory tiers
+  // alone, when there are any; a stop's is made durable by finish_checkpoints().
+  const bool memory_tier = !config.ckpt_memory.empty() || cluster_tier;
+  const bool disk_due = disk_due_after(step) || !memory_tier;
   auto tiers = disk_due ? ckpt::Tiers::all : ckpt::Tiers::memory;
-  if (disk_due && (!config.ckpt_memory.empty() || cluster_tier)) {
+  if (disk_due && memory_tier) {
     float busy = ckpt->disk_busy() ? 1.0f : 0.0f;
     if (ranks.world > 1) {
       if (auto s = comm->all_reduce(&busy, 1); !s) return s;

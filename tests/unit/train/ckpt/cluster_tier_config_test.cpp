@@ -16,7 +16,7 @@ namespace {
 class ClusterTierConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    files_ = {dir_.path() / "memory_store.json", dir_.path() / "resource_config.json"};
+    files_ = {dir_.path() / "memory_store.json", dir_.path() / "resource_config.json", {}};
     write(files_.resource_config, R"({"InstanceGroups": [
       {"Name": "controller", "Instances": [{"InstanceName": "ctl-1", "CustomerIpAddress": "127.0.7.1"}]},
       {"Name": "gpu-a", "Instances": [{"InstanceName": "node-1", "CustomerIpAddress": "127.0.7.2"},
