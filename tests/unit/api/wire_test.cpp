@@ -198,7 +198,7 @@ const std::vector<Sample>& samples() {
       {kAutoResumeStepFailed, round_trip<AutoResumeStepFailedRequest>,
        R"({"ClusterName":"ml","JobId":7,"Nodes":["worker-0"],"NodeList":"worker-[0-1]",)"
        R"("StepStartTime":1767225600.25,"FailedAt":1767225610.5,"Resumes":0,"ExitStatus":1,)"
-       R"("Succeeded":true})",
+       R"("Succeeded":true,"LackingNodes":["worker-1"]})",
        R"({"ClusterName":"ml","JobId":7,"Nodes":["worker-0"],"StepStartTime":1767225600.25,)"
        R"("FailedAt":1767225610.5,"Resumes":1})",
        round_trip<AutoResumeStepFailedReply>,
