@@ -13,8 +13,11 @@ namespace endure::train {
 // Before any rank meets the others: the newest checkpoint must be of this model and this
 // data, or the run is refused with nothing written.
 Status Trainer::Impl::check_checkpoint() {
-  latest = ckpt->latest();
-  if (!latest) return Status::Ok();
+  for (auto& info : ckpt->list()) {
+    if (info.valid) valid_checkpoints.push_back(std::move(info));
+  }
+  if (valid_checkpoints.empty()) return Status::Ok();
+  const ckpt::CheckpointInfo* latest = &valid_checkpoints.front();
   const json& user = latest->user;
   if (!user.contains("model") || user["model"] != model_config.to_json()) {
     return invalid("ckpt_dir " + config.ckpt_dir.string() + " holds step " +
@@ -82,10 +85,9 @@ Result<ckpt::CheckpointInfo> Trainer::Impl::restore_step(const ckpt::CheckpointI
 Status Trainer::Impl::restore() {
   std::vector<int64_t> steps;
   std::map<int64_t, ckpt::CheckpointInfo> mine;
-  for (auto& info : ckpt->list()) {
-    if (!info.valid) continue;
+  for (const auto& info : valid_checkpoints) {
     if (ranks.rank == 0) steps.push_back(info.step);
-    mine[info.step] = std::move(info);
+    mine[info.step] = info;
   }
   int64_t count = static_cast<int64_t>(steps.size());
   if (auto s = comm->broadcast(&count, sizeof count, 0); !s) return s;
@@ -151,8 +153,8 @@ Status Trainer::Impl::restore() {
                                              " tried, newest first; each rank's stderr says why)");
 }
 
-// Where each rank's restore read from, by rank, on rank 0 (the others get an empty list):
-// each rank's tier and bytes sent to all in turn.
+// Where each rank's restore read from, by rank: each rank's tier and bytes sent to all in
+// turn, so that every rank has the whole list (rank 0 logs it).
 Result<json> Trainer::Impl::gather_restored(const ckpt::CheckpointInfo& read) {
   struct Record {
     char tier[120];

@@ -39,7 +39,9 @@ struct Trainer::Impl {
   std::unique_ptr<ckpt::Checkpointer> ckpt;
   bool in_place = false;      // the state lives in the checkpointer's slots (next_state())
   bool cluster_tier = false;  // saves go to the cluster memory tier (cluster_tier_options())
-  std::optional<ckpt::CheckpointInfo> latest;  // the newest checkpoint, checked at open
+  // The valid checkpoints in any tier, newest first, listed once at open (the newest one
+  // checked then) for restore() to choose from.
+  std::vector<ckpt::CheckpointInfo> valid_checkpoints;
   std::vector<int32_t> inputs, targets;
   int64_t step = 0;                // optimizer steps done
   int64_t saved_step = -1;         // the step of the newest checkpoint saved or restored
