@@ -1,11 +1,14 @@
 #include "controller/core/auto_resume_policy.h"
 
+#include <algorithm>
+
 #include "controller/core/node_state.h"
 
 namespace endure::controller {
 
 StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, double failed_at,
-                         double settle_seconds, double handled_until) {
+                         double settle_seconds, double handled_until,
+                         const std::vector<std::string>& lacking) {
   StepJudgement j;
   // A verdict a moment before the step's recorded start still explains it: the start is
   // taken by the supervisor, not by Slurm.
@@ -26,6 +29,15 @@ StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, 
       j.faulty.push_back(n.name);
       if (j.reason.empty()) j.reason = n.name + ": " + why;
     }
+  }
+  // Nodes the job lost with the fault but did not get back (judged a moment after it, as
+  // one fault): at fault whatever they report now, so the job waits for them too.
+  for (const auto& n : nodes) {
+    if (!n.known || std::find(lacking.begin(), lacking.end(), n.name) == lacking.end() ||
+        std::find(j.faulty.begin(), j.faulty.end(), n.name) != j.faulty.end())
+      continue;
+    j.faulty.push_back(n.name);
+    if (j.reason.empty()) j.reason = n.name + ": not held by the job again after the last resume";
   }
   if (!j.faulty.empty()) {
     j.decision = StepDecision::kFault;

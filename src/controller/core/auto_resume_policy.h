@@ -42,9 +42,11 @@ struct StepJudgement {
 // health checks ran after it) and none is at fault. Unknown names are not endure's nodes
 // and are left out. A verdict at or before handled_until (when the job was last made whole
 // again after a fault) was that fault's, already repaired: with a warm spare the re-run can
-// start within the slack that lets a verdict just before the recorded start count.
+// start within the slack that lets a verdict just before the recorded start count. A node
+// named in `lacking` (the job did not hold it again after the last resume) is at fault.
 StepJudgement judge_step(const std::vector<StepNode>& nodes, double step_start, double failed_at,
-                         double settle_seconds, double handled_until = 0);
+                         double settle_seconds, double handled_until = 0,
+                         const std::vector<std::string>& lacking = {});
 
 const char* decision_name(StepDecision d);
 

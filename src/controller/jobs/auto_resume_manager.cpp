@@ -154,16 +154,7 @@ Result<json> AutoResumeManager::step_failed(const store::ClusterRow& cluster, co
   double settle = config_.health_check_seconds + config_.heartbeat_seconds + 0.5;
   auto row = store_.auto_resume(cluster.id, job_id);
   const double handled_until = row && row->state == "Ready" ? row->ready_time : 0;
-  auto judgement = judge_step(nodes, step_start, failed_at, settle, handled_until);
-  // Nodes the job lost with the fault but did not get back (judged a moment after it, as
-  // one fault): the job waits for them too, whatever they report now.
-  for (const auto& name : failure->lacking) {
-    const bool known = std::any_of(nodes.begin(), nodes.end(), [&](const StepNode& n) { return n.known && n.name == name; });
-    if (!known || std::find(judgement.faulty.begin(), judgement.faulty.end(), name) != judgement.faulty.end()) continue;
-    judgement.faulty.push_back(name);
-    if (judgement.reason.empty()) judgement.reason = name + ": not held by the job again after the last resume";
-    judgement.decision = StepDecision::kFault;
-  }
+  auto judgement = judge_step(nodes, step_start, failed_at, settle, handled_until, failure->lacking);
   json reply = {{"Decision", decision_name(judgement.decision)},
                 {"Reason", judgement.reason},
                 {"FaultyNodes", judgement.faulty},

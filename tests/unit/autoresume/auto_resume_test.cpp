@@ -119,6 +119,23 @@ StepNode healthy(const std::string& name) {
   return n;
 }
 
+// A node the job did not hold again after the last resume is at fault whatever it reports
+// now, after the nodes judged at fault; a name that is not the step's is left out.
+TEST(AutoResumePolicyTest, ANodeTheJobLacksIsAtFaultWhateverItReports) {
+  auto j = judge_step({healthy("worker-0"), healthy("worker-1")}, kStart, kFailed, kSettle, 0,
+                      {"worker-1", "worker-9"});
+  EXPECT_EQ(j.decision, StepDecision::kFault);
+  EXPECT_EQ(j.faulty, std::vector<std::string>{"worker-1"});
+  EXPECT_EQ(j.reason, "worker-1: not held by the job again after the last resume");
+
+  StepNode bad = healthy("worker-0");
+  bad.last_fault_time = kStart + 50;
+  bad.last_fault = "NodeUnhealthy: xid 79";
+  j = judge_step({healthy("worker-1"), bad}, kStart, kFailed, kSettle, 0, {"worker-1", "worker-0"});
+  EXPECT_EQ(j.faulty, (std::vector<std::string>{"worker-0", "worker-1"}));
+  EXPECT_EQ(j.reason, "worker-0: NodeUnhealthy: xid 79");
+}
+
 TEST(AutoResumePolicyTest, UnhealthyVerdictDuringTheStepIsAFault) {
   StepNode bad = healthy("worker-1");
   bad.last_fault_time = kStart + 50;
