@@ -1,4 +1,5 @@
-// The one logger: spdlog's default logger, to stderr.
+// The one logger: spdlog's default logger (stdout, unless a program's main sends it to
+// stderr, as endure-train does: its stdout is its JSON lines).
 #pragma once
 
 #include <spdlog/spdlog.h>

@@ -10,10 +10,12 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cctype>
 #include <fstream>
 #include <optional>
 
 #include "auto_resume_fixture.h"
+#include "train/ckpt/cluster_store.h"
 
 namespace endure::test {
 namespace {
@@ -49,8 +51,9 @@ struct TieredTry {
 
 class Checkpointless : public AutoResume {
  protected:
-  void start_tiered() {
-    spec_fields_ = {{"TieredStorageConfig", {{"Mode", "Enable"}, {"InstanceMemoryAllocationPercentage", 5}}}};
+  void start_tiered(int memory_percent = 5) {
+    spec_fields_ = {{"TieredStorageConfig",
+                     {{"Mode", "Enable"}, {"InstanceMemoryAllocationPercentage", memory_percent}}}};
     warm_spares_ = 1;
     start(kRanks);
     ASSERT_NO_FATAL_FAILURE(prepare_training_data());
@@ -153,6 +156,22 @@ class Checkpointless : public AutoResume {
       if (n != r && !copies(node, r).empty()) return node;
     }
     return "";
+  }
+
+  // The store of `node` where the job's ranks reach it (the address its cluster's
+  // /etc/hosts gives), and the cluster's credential.
+  std::pair<ckpt::StoreAddress, std::string> store_of(const std::string& node) {
+    json config = json::parse(e_->exec(name_, node, "cat /opt/endure/config/memory_store.json").out, nullptr, false);
+    std::string address = e_->exec(name_, node, "getent hosts " + node + " | cut -d' ' -f1 | head -1").out;
+    while (!address.empty() && std::isspace(static_cast<unsigned char>(address.back()))) address.pop_back();
+    if (!config.is_object()) return {};
+    return {{node, address, config.value("Port", 0)}, config.value("Token", std::string())};
+  }
+
+  // The pid of the memory store the agent of `node` runs.
+  std::string store_pid(const std::string& node) {
+    auto out = e_->exec(name_, node, "cat /opt/endure/memstore.pid");
+    return out.exit_code == 0 ? out.out.substr(0, out.out.find('\n')) : "";
   }
 
   // Every rank's final shard and the manifest's metadata, against the uninterrupted run.
@@ -281,6 +300,76 @@ TEST_F(Checkpointless, AStoreKilledMidReplicationThenTwoAdjacentNodesCrashedFall
   // steps while it has room).
   EXPECT_EQ(t[2].tier(1), "shared") << t[2].restored.dump();
   for (int r = 0; r < kRanks; ++r) EXPECT_FALSE(t[2].tier(r).empty()) << t[2].restored.dump();
+  expect_same_losses();
+  ASSERT_NO_FATAL_FAILURE(expect_final_shards_equal());
+}
+
+// Rank 1's node's store full: another run's step, which the store may not drop, holds all
+// but a sliver of its share. Every copy it is sent is refused, and the log says so once; no
+// step is held in memory, training goes on with /fsx, and rank 1's trainer killed restores
+// the newest step on /fsx. The other run gone, the store takes copies again. Then rank 3's
+// node's store is stopped and rank 2's node crashes: the re-run's restore waits on that
+// store (for rank 3's own copy, rank 2's replica, and its listing) until the store is
+// killed in the middle of it; the restore passes it over for the next copy and says so.
+TEST_F(Checkpointless, AFullStoreLeavesTheStepsToTheDiskAndAPeerKilledMidRestoreIsPassedOver) {
+  ASSERT_NO_FATAL_FAILURE(start_tiered(1));
+  auto [full, token] = store_of("worker-1");
+  ASSERT_GT(full.port, 0);
+  ckpt::ClusterStoreClient client(token, 10);
+  auto stats = client.stats(full);
+  ASSERT_TRUE(stats) << stats.error().message;
+  const uint64_t room = (*stats)["CapacityBytes"].get<uint64_t>() - (*stats)["UsedBytes"].get<uint64_t>();
+  const uint64_t sliver = 512 << 10;  // under one shard (1.6 MB), over the small objects
+  ASSERT_GT(room, sliver);
+  {
+    std::string filler(room - sliver, '\x5a');
+    auto put = client.put(full, "other-run", 1, "rank-00000.shard", filler.data(), filler.size());
+    ASSERT_TRUE(put) << put.error().message;
+  }
+
+  const long long job = submit_training();
+  ASSERT_GT(job, 0);
+  ASSERT_TRUE(wait_try(1, kTieredDiskEvery + 10)) << log_text();
+  const std::string out_file = "train-" + std::to_string(job) + ".out";
+  EXPECT_NE(read_text(fsx_ / out_file).find("rank 1's copy refused, so no step is held in memory"), std::string::npos)
+      << log_text();
+  ASSERT_NO_FATAL_FAILURE(signal_trainer("worker-1", trainer_pid(job, "worker-1"), SIGKILL));
+  ASSERT_TRUE(wait_try(2, 5)) << log_text();
+  auto t = tries();
+  EXPECT_EQ(t[1].resumed_from() % kTieredDiskEvery, 0) << "a step held in memory: " << t[1].restored.dump();
+  EXPECT_GE(t[1].resumed_from(), kTieredDiskEvery) << t[1].restored.dump();
+
+  // The other run gone: the store takes copies again and steps are held in memory.
+  ASSERT_TRUE(client.remove(full, "other-run"));
+  ASSERT_TRUE(wait_until(
+      [&] { return read_text(fsx_ / out_file).find("every store takes rank 1's copies again") != std::string::npos; },
+      60s))
+      << log_text();
+
+  // Rank 3's node's store stopped, then rank 2's node crashed.
+  const std::string stopped = store_pid("worker-3");
+  ASSERT_FALSE(stopped.empty());
+  ASSERT_EQ(replica_node(2), "worker-3");
+  const std::string old_trainer = trainer_pid(job, "worker-3");
+  ASSERT_EQ(e_->exec(name_, "worker-3", "kill -STOP " + stopped).exit_code, 0);
+  ASSERT_NO_FATAL_FAILURE(crash("worker-2"));
+  // The re-run's trainers started: their restore cannot end while the store is stopped.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto now = trainer_pid(job, "worker-3");
+        return !now.empty() && now != old_trainer;
+      },
+      120s))
+      << log_text();
+  std::this_thread::sleep_for(2s);
+  ASSERT_EQ(tries().size(), 2u) << "restored while a copy's store was stopped: " << log_text();
+  ASSERT_EQ(e_->exec(name_, "worker-3", "kill -KILL " + stopped).exit_code, 0);
+  ASSERT_TRUE(wait_job_end(job, 300s)) << log_text();
+  t = tries();
+  ASSERT_GE(t.size(), 3u) << log_text();
+  for (int r = 0; r < kRanks; ++r) EXPECT_FALSE(t[2].tier(r).empty()) << t[2].restored.dump();
+  EXPECT_NE(t[2].tier(2), "cluster own node worker-2") << t[2].restored.dump();
+  EXPECT_NE(read_text(fsx_ / out_file).find("worker-3 passed over"), std::string::npos) << log_text();
   expect_same_losses();
   ASSERT_NO_FATAL_FAILURE(expect_final_shards_equal());
 }

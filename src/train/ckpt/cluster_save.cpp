@@ -36,7 +36,9 @@ void persist_cluster(const Options& o, ClusterTier& tier, int64_t step, const js
                      const json& layout, const StagingSlot& slot, const std::vector<std::string>& chunks) {
   auto held = tier.save(step, slot.data(), slot.size(), descriptor(o, step, slot.size(), chunks, layout, user));
   if (!held) {
-    log::warn("checkpoint step {}: cluster memory tier: {}", step, held.error().message);
+    // A refusal of every copy the tier has said already (ClusterTier::save).
+    if (held.error().code != "NoCopy")
+      log::warn("checkpoint step {}: cluster memory tier: {}", step, held.error().message);
     return;
   }
   if (o.rank != 0) return;

@@ -47,6 +47,16 @@ Result<std::vector<std::string>> ClusterTier::save(int64_t step, const void* sha
     if (done[i]) held.push_back(h[i]);
     else why += (why.empty() ? "" : "; ") + done[i].error().message;
   }
+  // A copy refused (a full store, one that is down) keeps every step from being held in
+  // memory until it is taken again: said when it starts and when it ends, not every step.
+  if (!why.empty() && !refusing_)
+    log::warn("checkpoint step {}: cluster memory tier: rank {}'s copy refused, so no step is held in memory "
+              "(the disk tiers hold them) until every store takes it again: {}",
+              step, options_.rank, why);
+  if (why.empty() && refusing_)
+    log::info("checkpoint step {}: cluster memory tier: every store takes rank {}'s copies again", step,
+              options_.rank);
+  refusing_ = !why.empty();
   if (held.empty())
     return make_error("NoCopy", fmt::format("memory tier step {} rank {}: no store took the shard: {}", step,
                                             options_.rank, why));
@@ -153,16 +163,19 @@ void ClusterTier::commit_loop() {
     if (whole) {
       auto written = write_manifest(*whole, steps[*whole].make_manifest);
       if (!written) log::warn("checkpoint step {}: cluster memory tier: {}", *whole, written.error().message);
+      else late_said_ = false;
     }
     const auto now = std::chrono::steady_clock::now();
     lock.lock();
     for (auto it = waiting_.begin(); it != waiting_.end();) {
       const bool moot = whole && it->first <= *whole;
       const bool late = now > it->second.deadline;
-      if (late && !moot) {
+      // Every step is late while a store refuses a copy: the first says so for them all.
+      if (late && !moot && !late_said_) {
         auto missing = first_missing(it->first, at);
-        log::warn("checkpoint step {}: cluster memory tier: {}", it->first,
-                  not_whole(it->first, missing.value_or(0)).message);
+        log::warn("checkpoint step {}: cluster memory tier: {}; the steps after it are dropped alike until one "
+                  "is whole", it->first, not_whole(it->first, missing.value_or(0)).message);
+        late_said_ = true;
       }
       it = moot || late || stop_ ? waiting_.erase(it) : std::next(it);
     }

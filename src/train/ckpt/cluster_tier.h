@@ -111,7 +111,9 @@ class ClusterTier {
   std::condition_variable cv_;
   std::map<int64_t, Waiting> waiting_;  // steps for the committer, by step
   bool committing_ = false, stop_ = false;
+  bool late_said_ = false;  // a late step was logged, and none committed since
   std::thread committer_;
+  bool refusing_ = false;  // the last save had a copy refused (save() runs on one thread)
 };
 
 }  // namespace endure::ckpt

@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -100,6 +102,9 @@ endure::Result<endure::json> read_object(const std::string& flag, const std::str
 
 int main(int argc, char** argv) {
   using endure::json;
+  // stdout is the run's JSON lines: the log (a tier's refusal, a copy passed over in a
+  // restore) goes to stderr, which srun keeps in the job's output.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("endure-train"));
   CLI::App app{"Train a Llama 2 model on endure-data's token shards, resumably"};
   app.name("endure-train");
   std::string config_file, model;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/ids.h"
 #include "endure/checkpoint.h"
 #include "endure/data.h"
 #include "endure/model.h"
@@ -58,8 +59,11 @@ struct Trainer::Impl {
   }
 
   // Rank 0 speaks for the job.
-  void emit(const json& line) {
+  // Each line carries the wall-clock time it was written ("time", seconds since the epoch),
+  // so that a reader of the log knows when a step ended without stamping it itself.
+  void emit(json line) {
     if (ranks.rank != 0) return;
+    line["time"] = ids::now_seconds();
     const std::string text = line.dump() + "\n";
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
