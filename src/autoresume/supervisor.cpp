@@ -179,7 +179,7 @@ int supervise(const SupervisorConfig& config, SupervisedStep step) {
       say("step failed (exit " + std::to_string(code) +
           ") while slurmctld does not answer: waiting for it, then running the step again "
           "(not a resume: no node failed)");
-      if (!wait_for_slurmctld(config.ready_timeout_seconds, config.poll_seconds)) {
+      if (!wait_for_slurmctld(config.ready_timeout_seconds, config.slurmctld_poll_seconds)) {
         if (!g_signalled) say("slurmctld did not answer again: not re-run");
         return code;
       }

@@ -17,7 +17,11 @@ struct SupervisorConfig {
   std::string cluster_name;
   std::string token;
   int max_resumes = 3;
-  double poll_seconds = 0.25;
+  // Between questions to endured while a failure is judged and the job made whole: every
+  // pause here is time the job stands still (one call costs endured well under a ms).
+  double poll_seconds = 0.05;
+  // Between `scontrol ping`s while slurmctld is away: each is a process and an RPC.
+  double slurmctld_poll_seconds = 0.5;
   // How long endured may take to decide whether a failure was a node fault.
   double decide_timeout_seconds = 60;
   // How long to wait for the job to be whole again.

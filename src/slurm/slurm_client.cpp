@@ -241,11 +241,14 @@ Status SlurmClient::expand_job(const JobState& job, const std::vector<std::strin
     return command_error("scontrol update jobid=" + expander + " NumNodes=0", give);
   }
   // Without accounting, scontrol answers "the DB index is being set", retries after a
-  // fixed 5 s and fails again, although its first request has merged the nodes: it gets a
-  // quarter second (its request goes out at once; one cut short is simply made again),
-  // then the job's node list is the judge.
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    run_({"scontrol", "update", "jobid=" + id, "NumNodes=ALL"}, 250ms);
+  // fixed 5 s and fails again, although its first request has merged the nodes: it is cut
+  // short once its request is out, then the job's node list is the judge. The cut is where
+  // a job waiting on its nodes loses time, so it starts at 80 ms (scontrol sends within
+  // ~20 ms here) and doubles up to a second while the request seems not to have gone out
+  // (a slow, loaded machine); one cut before sending is simply made again.
+  auto cut = 80ms;
+  for (int attempt = 0; attempt < 20; ++attempt, cut = std::min(cut * 2, 1000ms)) {
+    run_({"scontrol", "update", "jobid=" + id, "NumNodes=ALL"}, cut);
     auto now = jobs();
     if (now) {
       for (const auto& j : *now) {
@@ -256,7 +259,7 @@ Status SlurmClient::expand_job(const JobState& job, const std::vector<std::strin
         if (all) return {};
       }
     }
-    std::this_thread::sleep_for(250ms);
+    std::this_thread::sleep_for(50ms);
   }
   run_({"scancel", expander}, 15s);
   return make_error("SlurmError", "job " + id + " did not take " + join_hostlist(nodes) +
