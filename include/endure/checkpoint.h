@@ -154,7 +154,7 @@ class Checkpointer {
  public:
   // REQUIRES: 0 <= rank < world; dir creatable. Creates dir.
   static Result<std::unique_ptr<Checkpointer>> open(const Options& options);
-  ~Checkpointer();  // waits for a save in flight
+  ~Checkpointer();  // waits for a save in flight, not for a cluster memory tier's commit
 
   // Copies the buffers into one of two staging slots (the memory tier's, when it has one)
   // and returns; the shard is persisted to each tier (and, on rank 0, committed) in the
@@ -270,6 +270,9 @@ class Checkpointer {
   void queue_save(int64_t step, int slot, const json& user, const json& layout,
                   std::vector<std::string> checksums, bool memory, bool disk, bool cluster);
   void join_copier();
+  // Until every queued save is written (wait() without the commits and the S3 uploads);
+  // the first failure since the last wait.
+  Status wait_saved();
   struct Impl;
   Options options_;
   std::unique_ptr<Impl> impl_;

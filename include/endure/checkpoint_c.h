@@ -78,7 +78,9 @@ typedef struct {
   const char* cluster_config_dir;
 } endure_ckpt_options;
 endure_ckpt_status endure_ckpt_open_with(const endure_ckpt_options* options, endure_ckpt** out);
-/* Waits for a save in flight and frees the handle. NULL is allowed. */
+/* Waits for a save in flight and frees the handle (a step's commit in the cluster memory
+ * tier is endure_ckpt_wait()'s: a closing rank does not wait for peers' copies). NULL is
+ * allowed. */
 void endure_ckpt_close(endure_ckpt* c);
 
 /* Copies the buffers and returns; persists in the background. user_json may be NULL. */

@@ -296,7 +296,8 @@ class Checkpointer:
 
     def close(self):
         """Waits for a save in flight and frees the engine's handle (its errors are those
-        wait() would raise: call wait() or flush() first to see them)."""
+        wait() would raise: call wait() or flush() first to see them; a step's commit in the
+        cluster memory tier is wait()'s too)."""
         if getattr(self, "_handle", None):
             self._join_copy()
             self._lib.endure_ckpt_close(self._handle)

@@ -217,7 +217,12 @@ Result<std::unique_ptr<Checkpointer>> Checkpointer::open(const Options& options)
 }
 
 Checkpointer::~Checkpointer() {
-  (void)wait();  // the save in flight ends here; its outcome was the caller's to ask
+  // The save in flight ends here; its outcome was the caller's to ask (wait()). A step
+  // still waiting for its commit in the cluster memory tier is not waited for: a rank that
+  // ends without wait() failed, and the copies of a peer that died would never come (rank
+  // 0 sat out the commit timeout, 30 s, before its srun step could end).
+  (void)wait_saved();
+  if (impl_->s3) (void)impl_->s3->drain();
   {
     std::lock_guard lock(impl_->mu);
     impl_->stop = true;
@@ -411,12 +416,15 @@ Status Checkpointer::flush() {
   return wait();
 }
 
-Status Checkpointer::wait() {
+Status Checkpointer::wait_saved() {
   join_copier();
   std::unique_lock lock(impl_->mu);
   impl_->cv.wait(lock, [&] { return impl_->queue.empty() && !impl_->writing; });
-  Status s = std::exchange(impl_->status, Status());
-  lock.unlock();
+  return std::exchange(impl_->status, Status());
+}
+
+Status Checkpointer::wait() {
+  Status s = wait_saved();
   if (impl_->cluster) impl_->cluster->wait_commits();
   if (impl_->s3) {
     Status uploaded = impl_->s3->drain();

@@ -147,7 +147,7 @@ int main(void) {
    * (half a second here) the step is given up and wait() says why. */
   char two[160];
   snprintf(two, sizeof two, "%s/two", dir);
-  endure_ckpt_options two_ranks = {two, NULL, NULL, 0, 2, 3, 0, 0.5, NULL, 0};
+  endure_ckpt_options two_ranks = {two, NULL, NULL, 0, 2, 3, 0, 0.5, NULL, 0, NULL, NULL, 0, NULL};
   CHECK(endure_ckpt_open_with(&two_ranks, &c) == ENDURE_CKPT_OK);
   CHECK(endure_ckpt_save(c, 1, buffers, 2, NULL) == ENDURE_CKPT_OK);
   CHECK(endure_ckpt_wait(c) == ENDURE_CKPT_ETIMEOUT);

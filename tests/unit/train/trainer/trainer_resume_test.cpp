@@ -318,7 +318,9 @@ TEST_F(TrainerResume, EveryStepToTheClusterMemoryTierTheSameHolds) {
                   "50");
   int from_store = 0;
   for (const auto& j : killed_lines_) {
-    if (j.value("start", false)) EXPECT_TRUE(j.value("cluster_memory_tier", false)) << j.dump();
+    if (j.value("start", false)) {
+      EXPECT_TRUE(j.value("cluster_memory_tier", false)) << j.dump();
+    }
     if (!j.contains("restored")) continue;
     ASSERT_EQ(j["from"].size(), 1u) << j.dump();
     if (j["from"][0]["tier"] == "cluster own node node-1") {
