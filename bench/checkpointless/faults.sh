@@ -7,7 +7,8 @@
 #   memory  every step saved to the cluster's memory tier (own node + 1 peer), /fsx every 10
 #   disk    today's path: /fsx every 10 steps, no memory tier
 # Per fault and path: steps lost (the interrupted try's last step -> the step restored),
-# fault -> first new step, the restore's time and where each rank read it from.
+# fault -> the job whole again, -> the trainers restored, -> the first new step, the
+# restore's time and where each rank read it from.
 #   Targets (issue 46): steps lost <= 1 a fault; fault -> first new step after a node crash
 #   <= 1.0 s (median over ROUNDS).
 #
@@ -106,4 +107,5 @@ for round in $(seq "$rounds"); do
   run disk "$round" off
   args+=("$work/memory-$round" "$work/disk-$round")
 done
-python3 bench/checkpointless/faults_report.py "${args[@]}"
+endure list-cluster-events --cluster-name bench-cl --max-results 10000 >"$work/events.json"
+python3 bench/checkpointless/faults_report.py --events "$work/events.json" "${args[@]}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The demo's fault driver: follows endure-train's log on /fsx, stamps each line with the
-host's wall time as it appears (the trainer's lines carry no clock of their own), and
-injects the planned faults one at a time at random steps, each only after the step runs
+time the trainer wrote it (its "time"; the host's wall time as the line appears for a log
+without one), and injects the planned faults one at a time at random steps, each only after the step runs
 again from the previous one. Ends when the run logs "done" (fails when the job ends first).
 
   drive.py --log FSX/faulty.jsonl --stamped OUT/faulty.stamped.jsonl --faults OUT/faults.json \
@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-POLL_S = 0.05  # stamps are this precise; a step takes ~0.1 s on the demo's machine
+POLL_S = 0.05  # a line without its own "time" is stamped this late at most
 RECOVERY_TIMEOUT_S = 150
 
 
@@ -68,7 +68,9 @@ class Follower:
                 self.step = line["step"]
             elif line.get("done"):
                 self.done = True
-            line["t"] = now
+            # endure-train writes the time of each line itself; a log without it is
+            # stamped when read (up to a poll late).
+            line["t"] = line.get("time", now)
             self.out.write(json.dumps(line) + "\n")
         self.out.flush()
 
