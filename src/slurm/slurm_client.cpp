@@ -242,10 +242,10 @@ Status SlurmClient::expand_job(const JobState& job, const std::vector<std::strin
   }
   // Without accounting, scontrol answers "the DB index is being set", retries after a
   // fixed 5 s and fails again, although its first request has merged the nodes: it is cut
-  // short once its request is out, then the job's node list is the judge. The cut is where
-  // a job waiting on its nodes loses time, so it starts at 80 ms (scontrol sends within
-  // ~20 ms here) and doubles up to a second while the request seems not to have gone out
-  // (a slow, loaded machine); one cut before sending is simply made again.
+  // short once its request is out, then the job's node list is the judge. The cut is time
+  // a job waiting on its nodes loses, so it starts at 80 ms and doubles up to a second while
+  // the job has not taken them (on a slow, loaded machine a cut may come before scontrol
+  // sent its request: it is simply made again).
   auto cut = 80ms;
   for (int attempt = 0; attempt < 20; ++attempt, cut = std::min(cut * 2, 1000ms)) {
     run_({"scontrol", "update", "jobid=" + id, "NumNodes=ALL"}, cut);
