@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The demo's fault driver: follows endure-train's log on /fsx, stamps each line with the
 time the trainer wrote it (its "time"; the host's wall time as the line appears for a log
-without one), and injects the planned faults one at a time at random steps, each only after the step runs
-again from the previous one. Ends when the run logs "done" (fails when the job ends first).
+without one), and injects the planned faults one at a time at random steps, each only
+after the step runs again from the previous one. Ends when the run logs "done" (fails when
+the job ends first).
 
   drive.py --log FSX/faulty.jsonl --stamped OUT/faulty.stamped.jsonl --faults OUT/faults.json \
            --seed 42 --steps 600 --nodes worker-1,worker-2,worker-3 --job-out FSX/faulty-1.out

@@ -128,12 +128,6 @@ json cluster_spec(const std::string& name) {
   return spec;
 }
 
-// The node's memory_store.json, null when it has none.
-json memory_store_of(const Endured& e, const std::string& cluster, const std::string& node_name) {
-  auto out = e.exec(cluster, node_name, "cat /opt/endure/config/memory_store.json");
-  return out.exit_code == 0 ? json::parse(out.out, nullptr, false) : json();
-}
-
 class AwsClients : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -10,7 +10,6 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include <cctype>
 #include <fstream>
 #include <optional>
 
@@ -161,11 +160,9 @@ class Checkpointless : public AutoResume {
   // The store of `node` where the job's ranks reach it (the address its cluster's
   // /etc/hosts gives), and the cluster's credential.
   std::pair<ckpt::StoreAddress, std::string> store_of(const std::string& node) {
-    json config = json::parse(e_->exec(name_, node, "cat /opt/endure/config/memory_store.json").out, nullptr, false);
-    std::string address = e_->exec(name_, node, "getent hosts " + node + " | cut -d' ' -f1 | head -1").out;
-    while (!address.empty() && std::isspace(static_cast<unsigned char>(address.back()))) address.pop_back();
+    json config = memory_store_of(*e_, name_, node);
     if (!config.is_object()) return {};
-    return {{node, address, config.value("Port", 0)}, config.value("Token", std::string())};
+    return {{node, address_of(*e_, name_, node), config.value("Port", 0)}, config.value("Token", std::string())};
   }
 
   // The pid of the memory store the agent of `node` runs.

@@ -95,14 +95,6 @@ std::string store_answer(Endured& e, const std::string& from_cluster, const std:
   return line;
 }
 
-// A node's address as its cluster's /etc/hosts has it.
-std::string address_of(Endured& e, const std::string& cluster, const std::string& node_name) {
-  auto out = e.exec(cluster, node_name, "getent hosts " + node_name + " | cut -d' ' -f1 | head -1");
-  std::string a = out.out;
-  while (!a.empty() && a.back() == '\n') a.pop_back();
-  return a;
-}
-
 void expect_running_srun(Endured& e, const std::string& cluster, int n,
                          const std::string& worker_prefix) {
   auto run = [&] {

@@ -143,6 +143,18 @@ process::Output Endured::exec(const std::string& cluster, const std::string& nod
       {"exec", "--cluster-name", cluster, "--node", node, "--", "/bin/bash", "-c", shell_command});
 }
 
+std::string address_of(const Endured& e, const std::string& cluster, const std::string& node_name) {
+  auto out = e.exec(cluster, node_name, "getent hosts " + node_name + " | cut -d' ' -f1 | head -1");
+  std::string a = out.out;
+  while (!a.empty() && a.back() == '\n') a.pop_back();
+  return a;
+}
+
+json memory_store_of(const Endured& e, const std::string& cluster, const std::string& node_name) {
+  auto out = e.exec(cluster, node_name, "cat /opt/endure/config/memory_store.json");
+  return out.exit_code == 0 ? json::parse(out.out, nullptr, false) : json();
+}
+
 void Endured::delete_all_clusters() {
   auto list = call("ListClusters", json::object());
   if (!list) return;

@@ -74,6 +74,11 @@ std::vector<int> processes_in_pid_namespace(const std::string& ns);
 // cluster or the count cannot be read.
 int ready_warm_spares(const Endured& e, const std::string& cluster);
 
+// A node's address as its cluster's /etc/hosts has it.
+std::string address_of(const Endured& e, const std::string& cluster, const std::string& node_name);
+// The node's memory_store.json, null when it has none.
+json memory_store_of(const Endured& e, const std::string& cluster, const std::string& node_name);
+
 std::string pid_namespace_of(int pid);
 
 // Live endure-agent local-boot processes of a cluster that are pid 1 of their node: one per

@@ -129,9 +129,9 @@ Result<StepFailure> read_step_failed(const json& request) {
   f.step_start = request["StepStartTime"].get<double>();
   f.failed_at = request["FailedAt"].get<double>();
   // Optional, with their types (an older supervisor sends no Resumes).
-  for (auto error : {api::codec::decode_if_present(request, "Resumes", f.resumes),
-                     api::codec::decode_if_present(request, "Succeeded", f.succeeded),
-                     api::codec::decode_if_present(request, "LackingNodes", f.lacking)}) {
+  for (auto error : {api::codec::decode_if_present(request, api::field::kResumes, f.resumes),
+                     api::codec::decode_if_present(request, api::field::kSucceeded, f.succeeded),
+                     api::codec::decode_if_present(request, api::field::kLackingNodes, f.lacking)}) {
     if (error) return invalid(*error);
   }
   f.exit_status = request.contains("ExitStatus") ? request["ExitStatus"].dump() : "?";

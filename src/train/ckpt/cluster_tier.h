@@ -113,7 +113,8 @@ class ClusterTier {
   bool committing_ = false, stop_ = false;
   bool late_said_ = false;  // a late step was logged, and none committed since
   std::thread committer_;
-  bool refusing_ = false;  // the last save had a copy refused (save() runs on one thread)
+  // save()'s own (it runs on the persist thread alone): the last save had a copy refused.
+  bool refusing_ = false;
 };
 
 }  // namespace endure::ckpt
