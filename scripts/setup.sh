@@ -41,18 +41,21 @@ if ((${#missing[@]})); then
   [ -z "$guard" ] || rm -f "$guard"
 fi
 
-# The S3-compatible server the S3 tests start (tools/s3rver: s3rver, which checks SigV4
-# signatures), from npm at the versions package-lock.json pins; again only when the lock
-# changed. node and npm from Debian where the machine has none.
+# From npm, at the versions each package-lock.json pins, again only when the lock changed:
+# the S3-compatible server the S3 tests start (tools/s3rver: s3rver, which checks SigV4
+# signatures), and the cloud's JavaScript SDK the real-client tests drive endured with
+# (tests/sdk: @aws-sdk/client-sagemaker). node and npm from Debian where the machine has none.
 if ! command -v npm >/dev/null 2>&1; then
   echo "setup: installing nodejs npm"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
 fi
-if ! cmp -s tools/s3rver/package-lock.json tools/s3rver/node_modules/.endure-installed-lock; then
-  (cd tools/s3rver && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
-    cp package-lock.json node_modules/.endure-installed-lock)
-fi
+for folder in tools/s3rver tests/sdk; do
+  if ! cmp -s "$folder/package-lock.json" "$folder/node_modules/.endure-installed-lock"; then
+    (cd "$folder" && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+      cp package-lock.json node_modules/.endure-installed-lock)
+  fi
+done
 
 # The aws CLI and boto3 that tests/integration/aws_clients_test.cpp drive endured with must
 # know the cluster actions (aws-cli 1.45 / botocore 1.43 or newer; Debian 12's awscli
@@ -64,7 +67,7 @@ for c in "$(command -v aws || true)" /root/.pyenv/shims/aws; do
     aws_cli="$c" && break
   fi
 done
-echo "setup: aws CLI for the real-client tests: ${aws_cli:-none new enough (those tests skip)}"
+echo "setup: aws CLI for the real-client tests: ${aws_cli:-none new enough (its and boto3's tests skip; the JavaScript SDK's run)}"
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
 cmake --build build -j"$(nproc)"

@@ -1,12 +1,14 @@
-// The cloud service's own clients against endured: the real `aws sagemaker` CLI and a boto3
-// script (aws_boto3_client.py) create a local cluster with the memory tier, describe it,
-// change the tier (a bad value refused), list its nodes, replace a worker, read events and
-// delete it, signing with endured's access key. Requests signed
-// with a wrong secret, unsigned or fuzzed, are refused and change nothing.
+// The cloud service's own clients against endured: the JavaScript SDK v3 (tests/sdk, which
+// scripts/setup.sh installs from npm on every machine), the real `aws sagemaker` CLI and a
+// boto3 script (aws_boto3_client.py) create a local cluster with the memory tier, describe
+// it, change the tier (a bad value refused), list its nodes, replace or delete a worker,
+// read events and delete it, signing with endured's access key. Requests signed with a
+// wrong secret, unsigned or fuzzed, are refused with their exact status and change nothing.
 //
-// The CLI is found on PATH, then at /root/.pyenv/shims/aws (scripts/setup.sh does not
-// install it: PyPI is out of reach here); it must know `sagemaker create-cluster` (Debian
-// 12's awscli does not). Without one the tests skip, saying why.
+// The SDK test never skips in CI. The CLI is found on PATH, then at /root/.pyenv/shims/aws
+// (scripts/setup.sh does not install it: PyPI is out of reach here); it must know
+// `sagemaker create-cluster` (Debian 12's awscli does not). Without one the CLI and boto3
+// tests skip, saying why.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include "controller/front/access_keys.h"
 #include "controller/front/sigv4.h"
 #include "harness.h"
+#include "support/ci.h"
 
 namespace endure::test {
 namespace {
@@ -118,6 +121,22 @@ std::string find_boto3_python(std::string* why) {
   return "";
 }
 
+// node, and the SDK that scripts/setup.sh installs under tests/sdk, or "" with why in *why.
+std::string find_node_sdk(std::string* why) {
+  auto sdk = source_dir() / "tests/sdk/node_modules/@aws-sdk/client-sagemaker/package.json";
+  if (!std::filesystem::exists(sdk)) {
+    *why = sdk.string() + " is missing: scripts/setup.sh installs it (npm ci in tests/sdk)";
+    return "";
+  }
+  TempDir dir;
+  auto version = run_with({"/usr/bin/env", "node", "--version"}, aws_env(dir, {"x", "y"}), 30s);
+  if (version.exit_code != 0) {
+    *why = "no node on PATH: scripts/setup.sh installs nodejs";
+    return "";
+  }
+  return "node";
+}
+
 json cluster_spec(const std::string& name) {
   json spec = make_spec(name, 2);
   // The aws CLI requires ExecutionRole of every group; endure accepts it and ignores it.
@@ -162,6 +181,22 @@ class AwsClients : public ::testing::Test {
   Key key_;
   process::Output last_;
 };
+
+TEST_F(AwsClients, TheJavaScriptSdkDrivesAClusterEndToEnd) {
+  std::string why;
+  std::string node = find_node_sdk(&why);
+  if (node.empty()) SKIP_UNLESS_CI(why);
+  json spec = cluster_spec("demo-js");
+  spec["InstanceGroups"][1]["InstanceCount"] = 3;
+  std::ofstream(dir_.str("spec.json")) << spec.dump(2);
+  auto out = run_with({"/usr/bin/env", node, (source_dir() / "tests/sdk/cluster_client.mjs").string(),
+                       endpoint(), dir_.str("spec.json")},
+                      aws_env(dir_, key_), 540s);
+  std::cout << out.out;
+  ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
+  EXPECT_NE(out.out.find("\nOK\n"), std::string::npos);
+  EXPECT_EQ(clusters(), 0);
+}
 
 TEST_F(AwsClients, TheAwsCliDrivesAClusterEndToEnd) {
   std::string why;
@@ -356,12 +391,18 @@ TEST_F(AwsClients, UnsignedOrFuzzedRequestsNeverChangeState) {
   target = "SageMaker.CreateCluster";
 
   // Each fuzzed request: a valid signed request with one byte of its body, target, date or
-  // signature changed, or a header dropped.
+  // signature changed, or a header dropped; each refused with its exact status and code.
+  struct Refusal {
+    int status;
+    std::string code;
+  };
+  const Refusal mismatch{403, sigv4::kInvalidSignature};
   std::mt19937 rng(23);
   int refused = 0;
   for (int i = 0; i < 200; ++i) {
     auto headers = signed_headers(body);
     std::string content = body;
+    Refusal expected = mismatch;
     switch (i % 4) {
       case 0:
         content[rng() % content.size()] ^= static_cast<char>(1 + rng() % 127);
@@ -382,12 +423,19 @@ TEST_F(AwsClients, UnsignedOrFuzzedRequestsNeverChangeState) {
       }
       default: {
         const char* drop[] = {"X-Amz-Date", "Authorization", "X-Amz-Target"};
-        headers.erase(drop[rng() % 3]);
+        const std::string dropped = drop[rng() % 3];
+        headers.erase(dropped);
+        // Both are signed headers: the signature names what the request lacks.
+        if (dropped != "Authorization") expected = {400, sigv4::kIncompleteSignature};
+        if (dropped == "Authorization") expected = {403, sigv4::kMissingAuthenticationToken};
       }
     }
     auto reply = post(headers, content);
     ASSERT_TRUE(reply) << "endured did not answer fuzzed request " << i;
-    ASSERT_GE(reply->status, 400) << "fuzzed request " << i << " was accepted: " << reply->body;
+    json error = json::parse(reply->body, nullptr, false);
+    ASSERT_EQ(reply->status, expected.status) << "fuzzed request " << i << ": " << reply->body;
+    ASSERT_TRUE(error.is_object()) << "fuzzed request " << i << ": " << reply->body;
+    ASSERT_EQ(error.value("__type", ""), expected.code) << "fuzzed request " << i;
     refused += 1;
   }
   EXPECT_EQ(refused, 200);
