@@ -46,6 +46,14 @@ std::string join_words(std::span<const char* const> words, std::string_view sepa
 ENDURE_API_CODEC(Empty)
 ENDURE_API_CODEC(LifeCycleConfig)
 ENDURE_API_CODEC(TieredStorageConfig)
+ENDURE_API_CODEC(ClusterSlurmConfig)
+ENDURE_API_CODEC(OrchestratorSlurmConfig)
+ENDURE_API_CODEC(ClusterOrchestrator)
+ENDURE_API_CODEC(AddClusterNodeSpecification)
+ENDURE_API_CODEC(BatchAddClusterNodesRequest)
+ENDURE_API_CODEC(NodeAdditionResult)
+ENDURE_API_CODEC(BatchAddClusterNodesError)
+ENDURE_API_CODEC(BatchAddClusterNodesReply)
 ENDURE_API_CODEC(InstanceGroupSpec)
 ENDURE_API_CODEC(CreateClusterRequest)
 ENDURE_API_CODEC(ClusterArnReply)
@@ -256,6 +264,7 @@ std::vector<ActionFields> all_actions() {
           kBatchReplaceClusterNodes),
       action<BatchDeleteClusterNodesRequest, BatchDeleteClusterNodesReply>(
           kBatchDeleteClusterNodes),
+      action<BatchAddClusterNodesRequest, BatchAddClusterNodesReply>(kBatchAddClusterNodes),
       action<StartClusterHealthCheckRequest, StartClusterHealthCheckReply>(
           kStartClusterHealthCheck),
       action<DebugInjectFaultRequest, DebugInjectFaultReply>(kDebugInjectFault),
@@ -286,7 +295,10 @@ std::vector<TypeFields> all_types() {
           type<LoggedFinding>(),   type<DeepCheckOrder>(),     type<DeepCheckResult>(),
           type<HostSummary>(),     type<TrainingRunSummary>(), type<TrainingPoint>(),
           type<TrainingEval>(),    type<TrainingCheckpoint>(), type<TrainingStart>(),
-          type<ClusterJob>(),      type<ErrorReply>(),         type<TieredStorageConfig>()};
+          type<ClusterJob>(),      type<ErrorReply>(),         type<TieredStorageConfig>(),
+          type<ClusterSlurmConfig>(), type<OrchestratorSlurmConfig>(), type<ClusterOrchestrator>(),
+          type<AddClusterNodeSpecification>(), type<NodeAdditionResult>(),
+          type<BatchAddClusterNodesError>()};
 }
 
 }  // namespace endure::api

@@ -57,6 +57,51 @@ struct TieredStorageConfig {
   static Result<TieredStorageConfig> from_json(const json& in);
 };
 
+// An instance group's Slurm role, in the cloud's shape: NodeType and at most one partition
+// (a Compute group's; none: kDefaultPartition). Read by endured through
+// spec::read_slurm_topology, which words the rules (spec/slurm_topology.h).
+struct ClusterSlurmConfig {
+  static constexpr const char* kName = "ClusterSlurmConfig";
+  SlurmNodeType node_type = SlurmNodeType::kCompute;
+  std::optional<std::vector<std::string>> partition_names;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kNodeType, s.node_type);
+    v(field::kPartitionNames, s.partition_names);
+  }
+  bool operator==(const ClusterSlurmConfig&) const = default;
+  json to_json() const;
+  static Result<ClusterSlurmConfig> from_json(const json& in);
+};
+
+// Orchestrator.Slurm: how endure treats a slurm.conf a person edited (absent: Managed).
+struct OrchestratorSlurmConfig {
+  static constexpr const char* kName = "OrchestratorSlurmConfig";
+  std::optional<SlurmConfigStrategy> slurm_config_strategy;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kSlurmConfigStrategy, s.slurm_config_strategy);
+  }
+  bool operator==(const OrchestratorSlurmConfig&) const = default;
+  json to_json() const;
+  static Result<OrchestratorSlurmConfig> from_json(const json& in);
+};
+
+// The cluster's Orchestrator: Slurm only (Eks is refused by the spec's rules, never
+// silently served as Slurm).
+struct ClusterOrchestrator {
+  static constexpr const char* kName = "ClusterOrchestrator";
+  std::optional<OrchestratorSlurmConfig> slurm;
+  std::optional<json> eks;  // read so the refusal can name it
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kSlurm, s.slurm);
+    v(field::kEks, s.eks);
+  }
+  json to_json() const;
+  static Result<ClusterOrchestrator> from_json(const json& in);
+};
+
 // An instance group as CreateCluster and UpdateCluster take it. Only the types are
 // checked here; the spec's rules (names, counts, known instance types, unknown fields)
 // are spec::validate_cluster_spec's.
@@ -71,6 +116,7 @@ struct InstanceGroupSpec {
   std::optional<json> instance_storage_configs;  // accepted, means nothing here
   std::optional<std::string> host_pool;          // endure's: the pool its nodes come from
   std::optional<int> warm_spares;                // endure's: spares kept ready (default 0)
+  std::optional<ClusterSlurmConfig> slurm_config;  // absent: provisioning_parameters.json
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kInstanceGroupName, s.instance_group_name);
@@ -80,6 +126,7 @@ struct InstanceGroupSpec {
     v(field::kThreadsPerCore, s.threads_per_core);
     v(field::kExecutionRole, s.execution_role);
     v(field::kInstanceStorageConfigs, s.instance_storage_configs);
+    v(field::kSlurmConfig, s.slurm_config);
     v(field::kHostPool, s.host_pool);
     v(field::kWarmSpares, s.warm_spares);
   }
@@ -93,6 +140,7 @@ struct CreateClusterRequest {
   std::vector<InstanceGroupSpec> instance_groups;
   std::optional<std::string> node_recovery;  // Automatic (the default) or None
   std::optional<TieredStorageConfig> tiered_storage_config;  // absent: the tier is off
+  std::optional<ClusterOrchestrator> orchestrator;           // Slurm's; absent: Managed
   std::optional<json> tags;                  // accepted so a cloud request parses; ignored
   std::optional<json> vpc_config;            // likewise
   std::optional<json> shared_file_system;    // endure's: /fsx on hosts (spec/shared_fs.h)
@@ -102,6 +150,7 @@ struct CreateClusterRequest {
     v(field::kInstanceGroups, s.instance_groups);
     v(field::kNodeRecovery, s.node_recovery);
     v(field::kTieredStorageConfig, s.tiered_storage_config);
+    v(field::kOrchestrator, s.orchestrator);
     v(field::kTags, s.tags);
     v(field::kVpcConfig, s.vpc_config);
     v(field::kSharedFileSystem, s.shared_file_system);
@@ -154,6 +203,9 @@ struct InstanceGroupDetails {
   std::optional<std::string> host_pool;       // absent: local nodes
   std::optional<int> warm_spares;             // absent: none kept
   std::optional<int> current_warm_spares;     // spares ready (status WarmSpare) now
+  std::optional<ClusterSlurmConfig> slurm_config;  // as CreateCluster gave it
+  // {"Scaling": 1} while the group has fewer nodes Running than TargetCount; absent else.
+  std::optional<json> active_operations;
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kInstanceGroupName, s.instance_group_name);
@@ -167,6 +219,8 @@ struct InstanceGroupDetails {
     v(field::kHostPool, s.host_pool);
     v(field::kWarmSpares, s.warm_spares);
     v(field::kCurrentWarmSpares, s.current_warm_spares);
+    v(field::kSlurmConfig, s.slurm_config);
+    v(field::kActiveOperations, s.active_operations);
   }
   json to_json() const;
   static Result<InstanceGroupDetails> from_json(const json& in);
@@ -183,6 +237,7 @@ struct DescribeClusterReply {
   std::vector<InstanceGroupDetails> instance_groups;
   std::string node_recovery;
   std::optional<TieredStorageConfig> tiered_storage_config;  // absent: never set
+  std::optional<ClusterOrchestrator> orchestrator;           // as given; absent: never given
   std::string slurm_controller_node;
   int slurmctld_port = 0;
   std::string shared_folder;  // the cluster's /fsx on this host
@@ -197,6 +252,7 @@ struct DescribeClusterReply {
     v(field::kInstanceGroups, s.instance_groups);
     v(field::kNodeRecovery, s.node_recovery);
     v(field::kTieredStorageConfig, s.tiered_storage_config);
+    v(field::kOrchestrator, s.orchestrator);
     v(field::kSlurmControllerNode, s.slurm_controller_node);
     v(field::kSlurmctldPort, s.slurmctld_port);
     v(field::kSharedFolder, s.shared_folder);
@@ -246,6 +302,7 @@ struct UpdateClusterRequest {
   std::vector<InstanceGroupSpec> instance_groups;
   std::optional<std::string> node_recovery;
   std::optional<TieredStorageConfig> tiered_storage_config;  // replaces the cluster's
+  std::optional<ClusterOrchestrator> orchestrator;           // replaces the cluster's
   std::optional<json> shared_file_system;  // as the cluster has it: echoed, never changed
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -253,6 +310,7 @@ struct UpdateClusterRequest {
     v(field::kInstanceGroups, s.instance_groups);
     v(field::kNodeRecovery, s.node_recovery);
     v(field::kTieredStorageConfig, s.tiered_storage_config);
+    v(field::kOrchestrator, s.orchestrator);
     v(field::kSharedFileSystem, s.shared_file_system);
   }
   json to_json() const;

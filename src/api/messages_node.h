@@ -28,6 +28,7 @@ struct ClusterNodeSummary {
   static constexpr const char* kName = "ClusterNodeSummary";
   std::string instance_group_name;
   std::string instance_id;
+  std::optional<std::string> node_logical_id;  // absent: a node from before the ids
   std::string node_name;
   std::string instance_type;
   InstanceStatus instance_status;
@@ -36,6 +37,7 @@ struct ClusterNodeSummary {
   static void fields(S& s, V&& v) {
     v(field::kInstanceGroupName, s.instance_group_name);
     v(field::kInstanceId, s.instance_id);
+    v(field::kNodeLogicalId, s.node_logical_id);
     v(field::kNodeName, s.node_name);
     v(field::kInstanceType, s.instance_type);
     v(field::kInstanceStatus, s.instance_status);
@@ -349,6 +351,93 @@ struct BatchNodesReply {
 using BatchRebootClusterNodesReply = BatchNodesReply;
 using BatchReplaceClusterNodesReply = BatchNodesReply;
 using BatchDeleteClusterNodesReply = BatchNodesReply;
+
+// One entry of BatchAddClusterNodes' NodesToAdd: IncrementTargetCountBy more nodes in the
+// group. endure's nodes have no availability zone and a group one instance type, so
+// AvailabilityZones must be absent or empty and InstanceTypes name the group's type.
+struct AddClusterNodeSpecification {
+  static constexpr const char* kName = "AddClusterNodeSpecification";
+  std::string instance_group_name;
+  int increment_target_count_by = 0;  // 1 to kMaxNodesToAdd
+  std::optional<std::vector<std::string>> availability_zones;
+  std::optional<std::vector<std::string>> instance_types;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kInstanceGroupName, s.instance_group_name);
+    v(field::kIncrementTargetCountBy, s.increment_target_count_by);
+    v(field::kAvailabilityZones, s.availability_zones);
+    v(field::kInstanceTypes, s.instance_types);
+  }
+  json to_json() const;
+  static Result<AddClusterNodeSpecification> from_json(const json& in);
+};
+
+// BatchAddClusterNodes: 1 to kMaxAddSpecifications entries, at most kMaxNodesToAdd nodes
+// in all. A ClientToken (1 to 64 printable characters, no spaces) used again within 8
+// hours with the same NodesToAdd adds nothing and answers the same NodeLogicalIds.
+struct BatchAddClusterNodesRequest {
+  static constexpr const char* kName = "BatchAddClusterNodesRequest";
+  std::string cluster_name;
+  std::optional<std::string> client_token;
+  std::vector<AddClusterNodeSpecification> nodes_to_add;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kClusterName, s.cluster_name);
+    v(field::kClientToken, s.client_token);
+    v(field::kNodesToAdd, s.nodes_to_add);
+  }
+  json to_json() const;
+  static Result<BatchAddClusterNodesRequest> from_json(const json& in);
+};
+
+// A node BatchAddClusterNodes asked for: its id from now on, and its status now (Pending
+// until its instance is Running).
+struct NodeAdditionResult {
+  static constexpr const char* kName = "NodeAdditionResult";
+  std::string node_logical_id;
+  std::string instance_group_name;
+  std::string status;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kNodeLogicalId, s.node_logical_id);
+    v(field::kInstanceGroupName, s.instance_group_name);
+    v(field::kStatus, s.status);
+  }
+  json to_json() const;
+  static Result<NodeAdditionResult> from_json(const json& in);
+};
+
+// A group BatchAddClusterNodes added nothing to: ErrorCode is InstanceGroupNotFound,
+// InvalidInstanceGroupStatus, IncompatibleAvailabilityZones or IncompatibleInstanceTypes.
+struct BatchAddClusterNodesError {
+  static constexpr const char* kName = "BatchAddClusterNodesError";
+  std::string instance_group_name;
+  std::string error_code;
+  int failed_count = 0;
+  std::string message;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kInstanceGroupName, s.instance_group_name);
+    v(field::kErrorCode, s.error_code);
+    v(field::kFailedCount, s.failed_count);
+    v(field::kMessage, s.message);
+  }
+  json to_json() const;
+  static Result<BatchAddClusterNodesError> from_json(const json& in);
+};
+
+struct BatchAddClusterNodesReply {
+  static constexpr const char* kName = "BatchAddClusterNodesReply";
+  std::vector<NodeAdditionResult> successful;
+  std::vector<BatchAddClusterNodesError> failed;
+  template <class S, class V>
+  static void fields(S& s, V&& v) {
+    v(field::kSuccessful, s.successful);
+    v(field::kFailed, s.failed);
+  }
+  json to_json() const;
+  static Result<BatchAddClusterNodesReply> from_json(const json& in);
+};
 
 struct StartClusterHealthCheckRequest {
   static constexpr const char* kName = "StartClusterHealthCheckRequest";

@@ -55,6 +55,16 @@ constexpr Named<TieredStorageMode> kTieredStorageModeNames[] = {
     {TieredStorageMode::kEnable, "Enable"},
     {TieredStorageMode::kDisable, "Disable"},
 };
+constexpr Named<SlurmNodeType> kSlurmNodeTypeNames[] = {
+    {SlurmNodeType::kController, "Controller"},
+    {SlurmNodeType::kLogin, "Login"},
+    {SlurmNodeType::kCompute, "Compute"},
+};
+constexpr Named<SlurmConfigStrategy> kSlurmConfigStrategyNames[] = {
+    {SlurmConfigStrategy::kManaged, "Managed"},
+    {SlurmConfigStrategy::kOverwrite, "Overwrite"},
+    {SlurmConfigStrategy::kMerge, "Merge"},
+};
 
 template <class E, size_t N>
 const char* name_in(const Named<E> (&names)[N], E value) {
@@ -95,6 +105,10 @@ const char* name(RecoveryStage stage) { return name_in(kStageNames, stage); }
 const char* name(LifecycleStatus status) { return name_in(kLifecycleNames, status); }
 const char* name(Health health) { return name_in(kHealthNames, health); }
 const char* name(TieredStorageMode mode) { return name_in(kTieredStorageModeNames, mode); }
+const char* name(SlurmNodeType type) { return name_in(kSlurmNodeTypeNames, type); }
+const char* name(SlurmConfigStrategy strategy) {
+  return name_in(kSlurmConfigStrategyNames, strategy);
+}
 
 std::optional<ClusterStatus> parse_cluster_status(std::string_view text) {
   return parse_in(kClusterNames, text);
@@ -122,6 +136,22 @@ bool parse_value(std::string_view text, TieredStorageMode& out) {
   return mode.has_value();
 }
 std::string value_names(TieredStorageMode) { return names_in(kTieredStorageModeNames); }
+
+// The same hooks for the other wire enums: one template, a line each.
+template <class E, size_t N>
+bool parse_into(const Named<E> (&names)[N], std::string_view text, E& out) {
+  auto value = parse_in(names, text);
+  if (value) out = *value;
+  return value.has_value();
+}
+bool parse_value(std::string_view text, SlurmNodeType& out) {
+  return parse_into(kSlurmNodeTypeNames, text, out);
+}
+bool parse_value(std::string_view text, SlurmConfigStrategy& out) {
+  return parse_into(kSlurmConfigStrategyNames, text, out);
+}
+std::string value_names(SlurmNodeType) { return names_in(kSlurmNodeTypeNames); }
+std::string value_names(SlurmConfigStrategy) { return names_in(kSlurmConfigStrategyNames); }
 
 const std::vector<ClusterStatus>& all_cluster_statuses() {
   static const auto values = values_in(kClusterNames);

@@ -51,6 +51,15 @@ enum class Health { kUnknown, kHealthy, kUnhealthy };
 // TieredStorageConfig.Mode: whether the cluster memory tier is on.
 enum class TieredStorageMode { kEnable, kDisable };
 
+// An instance group's SlurmConfig.NodeType: the Slurm role its nodes play.
+enum class SlurmNodeType { kController, kLogin, kCompute };
+
+// Orchestrator.Slurm.SlurmConfigStrategy: what endure does with a slurm.conf a person
+// edited on the controller when it next writes the file. Managed: endure owns the
+// partitions and refuses to write over an edit (an event says so); Overwrite: its own file
+// replaces the edit; Merge: partitions the person added are kept beside endure's.
+enum class SlurmConfigStrategy { kManaged, kOverwrite, kMerge };
+
 // "InService", "Pending", "Replace", "" for RecoveryStage::kNone, ...
 const char* name(ClusterStatus status);
 const char* name(NodeStatus status);
@@ -59,6 +68,8 @@ const char* name(RecoveryStage stage);
 const char* name(LifecycleStatus status);
 const char* name(Health health);
 const char* name(TieredStorageMode mode);
+const char* name(SlurmNodeType type);
+const char* name(SlurmConfigStrategy strategy);
 
 std::optional<ClusterStatus> parse_cluster_status(std::string_view text);
 std::optional<NodeStatus> parse_node_status(std::string_view text);
@@ -68,9 +79,13 @@ std::optional<LifecycleStatus> parse_lifecycle_status(std::string_view text);
 std::optional<Health> parse_health(std::string_view text);
 std::optional<TieredStorageMode> parse_tiered_storage_mode(std::string_view text);
 
-// The codec's hooks (api/codec.h): a TieredStorageMode member is its name on the wire.
+// The codec's hooks (api/codec.h): such a member is its name on the wire.
 bool parse_value(std::string_view text, TieredStorageMode& out);
+bool parse_value(std::string_view text, SlurmNodeType& out);
+bool parse_value(std::string_view text, SlurmConfigStrategy& out);
 std::string value_names(TieredStorageMode);  // "Enable, Disable", for an error
+std::string value_names(SlurmNodeType);
+std::string value_names(SlurmConfigStrategy);
 
 // Every value, in declaration order: for tests and for rendering.
 const std::vector<ClusterStatus>& all_cluster_statuses();

@@ -39,6 +39,13 @@ inline constexpr const char* kBatchReplaceClusterNodes = "BatchReplaceClusterNod
 inline constexpr int kMaxBatchNodes = 25;
 // BatchDeleteClusterNodes takes at most this many (the cloud service's limit).
 inline constexpr int kMaxBatchDeleteNodes = 99;
+inline constexpr const char* kBatchAddClusterNodes = "BatchAddClusterNodes";
+// BatchAddClusterNodes' bounds, the cloud service's: NodesToAdd entries, nodes in all (and
+// in one entry), a ClientToken's length and how long it is remembered.
+inline constexpr int kMaxAddSpecifications = 5;
+inline constexpr int kMaxNodesToAdd = 50;
+inline constexpr int kMaxClientTokenLength = 64;
+inline constexpr double kClientTokenSeconds = 8 * 3600;
 inline constexpr const char* kStartClusterHealthCheck = "StartClusterHealthCheck";
 // At most this many NodeIds in one StartClusterHealthCheck call.
 inline constexpr int kMaxHealthCheckNodes = 64;

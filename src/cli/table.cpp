@@ -158,7 +158,8 @@ void print_cluster(const json& reply, std::ostream& out) {
   out << format_json_table(
       groups ? *groups : json(),
       {same(f::kInstanceGroupName), same(f::kRole), same(f::kInstanceType), same(f::kCurrentCount),
-       same(f::kTargetCount), same(f::kCurrentWarmSpares), same(f::kPartitionName)});
+       same(f::kTargetCount), same(f::kCurrentWarmSpares), same(f::kPartitionName),
+       {"Scaling", path(f::kActiveOperations, "Scaling")}});
 }
 
 void print_clusters(const json& reply, std::ostream& out) {
@@ -173,6 +174,7 @@ void print_nodes(const json& reply, std::ostream& out) {
   out << format_json_table(list ? *list : json(),
                            {same(f::kNodeName),
                             same(f::kInstanceId),
+                            same(f::kNodeLogicalId),
                             same(f::kInstanceGroupName),
                             same(f::kInstanceType),
                             {f::kStatus, path(f::kInstanceStatus, f::kStatus)},
@@ -199,6 +201,7 @@ void print_node(const json& reply, std::ostream& out) {
   static const std::vector<Column> kFields = {
       same(f::kNodeName),
       same(f::kInstanceId),
+      same(f::kNodeLogicalId),
       same(f::kInstanceGroupName),
       same(f::kInstanceType),
       same(f::kRole),
@@ -266,6 +269,25 @@ void print_batch(const json& reply, std::ostream& out) {
     }
   }
   out << format_table({f::kNodeId, "Result", f::kMessage}, rows);
+}
+
+void print_batch_add(const json& reply, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  if (const json* ok = find_path(reply, f::kSuccessful); ok && ok->is_array()) {
+    for (const auto& n : *ok) {
+      rows.push_back({cell_text(find_path(n, f::kInstanceGroupName)),
+                      cell_text(find_path(n, f::kNodeLogicalId)), cell_text(find_path(n, f::kStatus)),
+                      ""});
+    }
+  }
+  if (const json* failed = find_path(reply, f::kFailed); failed && failed->is_array()) {
+    for (const auto& e : *failed) {
+      rows.push_back({cell_text(find_path(e, f::kInstanceGroupName)),
+                      cell_text(find_path(e, f::kFailedCount)) + " not added",
+                      cell_text(find_path(e, f::kErrorCode)), cell_text(find_path(e, f::kMessage))});
+    }
+  }
+  out << format_table({f::kInstanceGroupName, f::kNodeLogicalId, f::kStatus, f::kMessage}, rows);
 }
 
 void print_health_check(const json& reply, std::ostream& out) {

@@ -361,6 +361,41 @@ void add_batch_nodes(CLI::App& app, SessionPtr s, Selected selected, const char*
   });
 }
 
+// --nodes-to-add worker=2 --nodes-to-add gpu=1: a NodesToAdd entry for each.
+void add_batch_add_nodes(CLI::App& app, SessionPtr s, Selected selected) {
+  CLI::App* verb = app.add_subcommand(
+      "batch-add-cluster-nodes",
+      "Add nodes to instance groups; each gets its NodeLogicalId at once. The same "
+      "--client-token again within 8 hours adds nothing twice");
+  auto request = std::make_shared<RequestBuilder>(verb);
+  request->add(Kind::kText, "--cluster-name", f::kClusterName, "name or ARN of the cluster", true);
+  request->add(Kind::kText, "--client-token", f::kClientToken,
+               "1 to 64 printable characters: the call made again adds nothing twice", false);
+  auto adds = std::make_shared<std::vector<std::string>>();
+  verb->add_option("--nodes-to-add", *adds, "GROUP=COUNT, 1 to 5 of them (required)");
+  on_run(verb, selected, [s, request, adds] {
+    auto built = request->build();
+    json entries = json::array();
+    for (const auto& a : *adds) {
+      auto eq = a.find('=');
+      int count = 0;
+      try {
+        count = eq == std::string::npos ? 0 : std::stoi(a.substr(eq + 1));
+      } catch (const std::exception&) {
+      }
+      if (eq == std::string::npos || eq == 0 || count < 1) {
+        built = usage("--nodes-to-add: must be GROUP=COUNT with COUNT a positive integer, not " + a);
+        break;
+      }
+      entries.push_back(
+          {{f::kInstanceGroupName, a.substr(0, eq)}, {f::kIncrementTargetCountBy, count}});
+    }
+    if (built && entries.empty()) built = usage("--nodes-to-add: is required");
+    if (built) (*built)[f::kNodesToAdd] = entries;
+    return s->run(api::kBatchAddClusterNodes, std::move(built), {print_batch_add});
+  });
+}
+
 void add_start_health_check(CLI::App& app, SessionPtr s, Selected selected) {
   CLI::App* verb = app.add_subcommand(
       "start-cluster-health-check",
@@ -414,6 +449,7 @@ void add_verbs(CLI::App& app, const GlobalOptions& global, std::function<int()>*
                   "Delete nodes for good: their group shrinks by one each; not the Slurm "
                   "controller node",
                   api::kMaxBatchDeleteNodes);
+  add_batch_add_nodes(app, session, selected);
   add_start_health_check(app, session, selected);
   add_host_verbs(app, session, selected);
   add_training_verbs(app, session, selected);

@@ -146,7 +146,8 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   if (auto placed = load_model(store_, cluster); placed) parsed->layout = std::move(placed->layout);
   // Last: a swapped-in spare, which Slurm already knows by its name and address, is in
   // service above without waiting for every node's copy of the files.
-  push_slurm_conf(store_, provider_, cluster, layout);
+  push_slurm_conf(store_, provider_, cluster, layout,
+                  spec::slurm_config_strategy(parsed->spec.orchestrator));
   push_memory_store_config(store_, provider_, cluster, parsed->spec);
   update_cluster_status(cluster, *parsed);
 }

@@ -4,13 +4,16 @@
 
 #include <cstdint>
 
+#include "slurm/conf_edits.h"
+
 namespace endure::slurm {
 
 std::string render_slurm_conf(const spec::ClusterLayout& layout) {
   std::string out;
   auto line = [&](const std::string& text) { out += text + "\n"; };
   line("# slurm.conf of cluster " + layout.cluster_name + ", rendered by endured.");
-  line("# Do not edit: endured rewrites it whenever the cluster's nodes change.");
+  line("# endured rewrites it whenever the cluster's nodes change; what it does with an edit");
+  line("# made here is the cluster's Orchestrator.Slurm.SlurmConfigStrategy.");
   line("ClusterName=" + layout.cluster_name);
   // slurmctld knows itself by its machine's hostname (a host's own name on a host).
   line(fmt::format("SlurmctldHost={}({})", layout.controller_hostname, layout.controller_address));
@@ -76,7 +79,7 @@ std::string render_slurm_conf(const spec::ClusterLayout& layout) {
                      list, first ? "YES" : "NO"));
     first = false;
   }
-  return out;
+  return seal(out);
 }
 
 std::string render_cli_filter() {

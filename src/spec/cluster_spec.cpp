@@ -19,11 +19,13 @@ using Errors = std::vector<FieldError>;
 using Keys = std::vector<std::string_view>;
 namespace F = api::field;
 
-// The fields each object may hold, as the typed messages of api/ list them. Tags and VpcConfig are accepted and ignored so that a request written for the
-// cloud service still parses; Orchestrator is not, since asking for EKS and silently getting
-// Slurm would be worse than an error. On UpdateCluster SharedFileSystem may be echoed back
-// as it is, never changed: every node mounts it. ExecutionRole and InstanceStorageConfigs
-// mean nothing here; HostPool, WarmSpares and SharedFileSystem are endure's own.
+// The fields each object may hold, as the typed messages of api/ list them. Tags and
+// VpcConfig are accepted and ignored so that a request written for the cloud service still
+// parses; Orchestrator is read, and its Eks refused, since asking for EKS and silently
+// getting Slurm would be worse than an error. On UpdateCluster SharedFileSystem may be
+// echoed back as it is, never changed: every node mounts it. ExecutionRole and
+// InstanceStorageConfigs mean nothing here; HostPool, WarmSpares and SharedFileSystem are
+// endure's own.
 const Keys kCreateFields = keys_of<api::CreateClusterRequest>();
 const Keys kUpdateFields = keys_of<api::UpdateClusterRequest>();
 const Keys kGroupFields = keys_of<api::InstanceGroupSpec>();
@@ -176,6 +178,7 @@ struct ListedGroup {
   bool threads_given = false;  // ThreadsPerCore was in the request, not defaulted
   bool pool_given = false;     // HostPool likewise
   bool spares_given = false;   // WarmSpares likewise
+  bool slurm_given = false;    // SlurmConfig likewise
 };
 
 ListedGroup check_group(const json& group, const std::string& path, Errors& errors) {
@@ -230,6 +233,9 @@ ListedGroup check_group(const json& group, const std::string& path, Errors& erro
                       "InstanceCount plus WarmSpares must be at most " +
                           std::to_string(kMaxInstancesPerGroup)});
   }
+
+  out.slurm_given = group.contains(F::kSlurmConfig);
+  out.spec.slurm = read_slurm_config(group, path, errors);
 
   auto role = group.find(F::kExecutionRole);
   if (role != group.end() && !role->is_string()) {
@@ -334,11 +340,16 @@ ClusterSpec check_create(const json& request, Errors& errors) {
     check_name(*name, F::kClusterName, errors);
     spec.name = *name;
   }
+  // A SlurmConfig that broke its own rules says nothing of the roles across groups.
+  bool slurm_read = true;
   for (ListedGroup& listed : check_groups(request, errors)) {
+    slurm_read &= !listed.slurm_given || listed.spec.slurm.has_value();
     spec.groups.push_back(std::move(listed.spec));
   }
   spec.node_recovery = read_node_recovery(request, spec.node_recovery, errors);
   spec.tiered_storage = read_tiered_storage(request, errors);
+  spec.orchestrator = read_orchestrator(request, errors);
+  if (slurm_read) check_slurm_topology(spec, errors);
   spec.shared_fs = read_shared_fs(request, errors);
   check_shared_fs_placement(spec, request.contains(F::kSharedFileSystem), errors);
   check_ignored(request, F::kTags, "", /*want_array=*/true, errors);
@@ -371,9 +382,11 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
   std::vector<ListedGroup> listed_groups;
   if (groups_field != request.end()) {
     listed_groups = check_groups(request, errors);
-  } else if (!request.contains(F::kNodeRecovery) && !request.contains(F::kTieredStorageConfig)) {
-    errors.push_back(
-        {F::kInstanceGroups, "is required unless NodeRecovery or TieredStorageConfig is given"});
+  } else if (!request.contains(F::kNodeRecovery) && !request.contains(F::kTieredStorageConfig) &&
+             !request.contains(F::kOrchestrator)) {
+    errors.push_back({F::kInstanceGroups,
+                      "is required unless NodeRecovery, TieredStorageConfig or Orchestrator is "
+                      "given"});
   }
   std::vector<bool> seen(current.groups.size(), false);
   for (const ListedGroup& listed : listed_groups) {
@@ -416,6 +429,13 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
       errors.push_back({join_path(listed.path, F::kThreadsPerCore),
                         fixed + std::to_string(found->threads_per_core) + ")"});
     }
+    // Left out, SlurmConfig keeps the group's role; a role never changes under running nodes.
+    if (listed.slurm_given && listed.spec.slurm != found->slurm) {
+      errors.push_back({join_path(listed.path, F::kSlurmConfig),
+                        fixed + (found->slurm ? json(found->slurm->to_api().to_json()).dump()
+                                              : std::string("not set")) +
+                            ")"});
+    }
     next.groups[index].instance_count = listed.spec.instance_count;
     // Left out, WarmSpares keeps its value too.
     if (listed.spares_given) next.groups[index].warm_spares = listed.spec.warm_spares;
@@ -430,6 +450,8 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
   }
   next.node_recovery = read_node_recovery(request, current.node_recovery, errors);
   if (auto tier = read_tiered_storage(request, errors)) next.tiered_storage = tier;
+  if (auto orchestrator = read_orchestrator(request, errors)) next.orchestrator = orchestrator;
+  check_slurm_topology(next, errors);
   if (request.contains(F::kSharedFileSystem)) {
     auto listed = read_shared_fs(request, errors);
     if (listed && listed != current.shared_fs) {
@@ -502,10 +524,12 @@ json ClusterSpec::to_json() const {
     g.threads_per_core = group.threads_per_core;
     if (!group.host_pool.empty()) g.host_pool = group.host_pool;
     if (group.warm_spares > 0) g.warm_spares = group.warm_spares;
+    if (group.slurm) g.slurm_config = group.slurm->to_api();
     out.instance_groups.push_back(std::move(g));
   }
   out.node_recovery = node_recovery;
   if (tiered_storage) out.tiered_storage_config = tiered_storage->to_api();
+  if (orchestrator) out.orchestrator = orchestrator->to_api();
   if (shared_fs) out.shared_file_system = shared_fs->to_json();
   return out.to_json();
 }

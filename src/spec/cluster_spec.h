@@ -14,6 +14,7 @@
 #include "common/json.h"
 #include "common/result.h"
 #include "spec/shared_fs.h"
+#include "spec/slurm_topology.h"
 #include "spec/tiered_storage.h"
 
 namespace endure::spec {
@@ -41,6 +42,9 @@ struct InstanceGroupSpec {
   int instance_count = 0;     // InstanceCount
   LifeCycleConfig lifecycle;  // LifeCycleConfig
   int threads_per_core = 1;   // ThreadsPerCore: 1 or 2
+  // SlurmConfig: the group's Slurm role (spec/slurm_topology.h). Absent: the lifecycle
+  // folder's provisioning_parameters.json gives the roles.
+  std::optional<SlurmGroupConfig> slurm;
   // endure's own fields beside the cloud spec's:
   std::string host_pool;  // HostPool: the registered pool its nodes are drawn from; empty: local
   int warm_spares = 0;    // WarmSpares: nodes kept booted and checked, swapped in on a failure
@@ -55,6 +59,8 @@ struct ClusterSpec {
   std::optional<SharedFileSystemSpec> shared_fs;
   // TieredStorageConfig: the cluster memory tier. Absent: never given (the tier is off).
   std::optional<TieredStorageSpec> tiered_storage;
+  // Orchestrator: how a hand-edited slurm.conf is treated (absent: Managed).
+  std::optional<OrchestratorSpec> orchestrator;
 
   const InstanceGroupSpec* find_group(const std::string& group_name) const;
   // The request shape again (what describe-cluster echoes and the store keeps).
@@ -69,10 +75,10 @@ std::vector<FieldError> validate_cluster_spec(const json& request);
 Result<ClusterSpec> parse_cluster_spec(const json& request);
 
 // An UpdateCluster request ({ClusterName, InstanceGroups[]?, NodeRecovery?,
-// TieredStorageConfig?}) applied to the current spec. InstanceGroups, required unless
-// NodeRecovery or TieredStorageConfig comes without it, lists every group of the current
-// spec, and only InstanceCount (and NodeRecovery, and TieredStorageConfig, which replaces
-// the cluster's whole) may change; the result is validated like a new spec.
+// TieredStorageConfig?, Orchestrator?}) applied to the current spec. InstanceGroups,
+// required unless a cluster-wide field comes without it, lists every group of the current
+// spec, and only InstanceCount (and NodeRecovery, and TieredStorageConfig and Orchestrator,
+// each replacing the cluster's whole) may change; the result is validated like a new spec.
 Result<ClusterSpec> apply_cluster_update(const ClusterSpec& current, const json& request);
 
 // The errors apply_cluster_update would report, as a list. Empty when the update applies.

@@ -233,4 +233,44 @@ Result<ProvisioningParameters> parse_provisioning(const json& params, const Clus
   return out;
 }
 
+std::optional<ProvisioningParameters> roles_from_slurm_config(const ClusterSpec& spec) {
+  if (spec.groups.empty() || !spec.groups.front().slurm) return std::nullopt;
+  ProvisioningParameters out;
+  for (const InstanceGroupSpec& group : spec.groups) {
+    switch (group.slurm->node_type) {
+      case api::SlurmNodeType::kController:
+        out.controller_group = group.name;
+        break;
+      case api::SlurmNodeType::kLogin:
+        out.login_group = group.name;
+        break;
+      case api::SlurmNodeType::kCompute:
+        out.worker_groups.push_back({group.name, group.slurm->partition()});
+        break;
+    }
+  }
+  return out;
+}
+
+std::vector<FieldError> role_disagreements(const ClusterSpec& spec,
+                                           const ProvisioningParameters& from_config,
+                                           const ProvisioningParameters& from_file) {
+  auto says = [](const ProvisioningParameters& p, const std::string& group) {
+    NodeRole role = p.role_of(group);
+    std::string out = role_name(role);
+    if (role == NodeRole::kWorker) out += " in partition " + p.partition_of(group);
+    return out;
+  };
+  Errors errors;
+  for (size_t i = 0; i < spec.groups.size(); ++i) {
+    const std::string& group = spec.groups[i].name;
+    std::string config = says(from_config, group), file = says(from_file, group);
+    if (config == file) continue;
+    errors.push_back({"InstanceGroups[" + std::to_string(i) + "].SlurmConfig",
+                      "makes " + group + " the " + config + ", but " + kProvisioningFile +
+                          " makes it the " + file + "; make them agree or remove the file"});
+  }
+  return errors;
+}
+
 }  // namespace endure::spec

@@ -5,6 +5,7 @@
 //    "worker_groups": [{"instance_group_name": "worker", "partition_name": "dev"}]}
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,5 +48,15 @@ struct ProvisioningParameters {
 std::vector<FieldError> validate_provisioning(const json& params, const ClusterSpec& spec);
 
 Result<ProvisioningParameters> parse_provisioning(const json& params, const ClusterSpec& spec);
+
+// The roles the groups' SlurmConfig gives (spec/slurm_topology.h), in this file's shape;
+// nullopt when the spec has none. The spec was validated, so every rule holds.
+std::optional<ProvisioningParameters> roles_from_slurm_config(const ClusterSpec& spec);
+
+// Where the roles from SlurmConfig and those of a provisioning_parameters.json differ, one
+// error per group naming both sources; empty when they agree.
+std::vector<FieldError> role_disagreements(const ClusterSpec& spec,
+                                           const ProvisioningParameters& from_config,
+                                           const ProvisioningParameters& from_file);
 
 }  // namespace endure::spec

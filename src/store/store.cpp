@@ -36,7 +36,9 @@ CREATE TABLE IF NOT EXISTS clusters (
   created_at REAL NOT NULL,
   updated_at REAL NOT NULL,
   software_update TEXT NOT NULL DEFAULT 'null',
-  removed_slots TEXT NOT NULL DEFAULT '{}'
+  removed_slots TEXT NOT NULL DEFAULT '{}',
+  logical_ids TEXT NOT NULL DEFAULT '{}',
+  client_tokens TEXT NOT NULL DEFAULT '{}'
 );
 CREATE UNIQUE INDEX IF NOT EXISTS clusters_live_name ON clusters(name) WHERE status != 'Deleted';
 CREATE UNIQUE INDEX IF NOT EXISTS clusters_live_idx ON clusters(idx) WHERE status != 'Deleted';
@@ -66,7 +68,8 @@ CREATE TABLE IF NOT EXISTS instances (
   reboots INTEGER NOT NULL DEFAULT 0,
   replaces TEXT NOT NULL DEFAULT '',
   deep_check TEXT NOT NULL DEFAULT 'null',
-  deep_result TEXT NOT NULL DEFAULT 'null'
+  deep_result TEXT NOT NULL DEFAULT 'null',
+  logical_id TEXT NOT NULL DEFAULT ''
 );
 -- At most one live instance per slot: the guard against duplicated instances.
 CREATE UNIQUE INDEX IF NOT EXISTS instances_live_slot
@@ -129,6 +132,8 @@ const Columns<ClusterRow>& cluster_columns() {
       column("updated_at", &R::updated_at),
       json_column("software_update", &R::software_update, any_json, json()),
       json_column("removed_slots", &R::removed_slots, is_object, json::object()),
+      json_column("logical_ids", &R::logical_ids, is_object, json::object()),
+      json_column("client_tokens", &R::client_tokens, is_object, json::object()),
   };
   return columns;
 }
@@ -162,6 +167,7 @@ const Columns<InstanceRow>& instance_columns() {
       column("recovery_since", &R::recovery_since),
       column("reboots", &R::reboots),
       column("replaces", &R::replaces),
+      column("logical_id", &R::logical_id),
       json_column("deep_check", &R::deep_check, any_json, json()),
       json_column("deep_result", &R::deep_result, any_json, json()),
   };
@@ -239,10 +245,11 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
         "recovery_stage TEXT NOT NULL DEFAULT ''", "recovery_since REAL NOT NULL DEFAULT 0",
         "reboots INTEGER NOT NULL DEFAULT 0", "replaces TEXT NOT NULL DEFAULT ''",
         "deep_check TEXT NOT NULL DEFAULT 'null'", "deep_result TEXT NOT NULL DEFAULT 'null'",
-        "verdict_time REAL NOT NULL DEFAULT 0"}},
+        "verdict_time REAL NOT NULL DEFAULT 0", "logical_id TEXT NOT NULL DEFAULT ''"}},
       {"clusters",
        {"software_update TEXT NOT NULL DEFAULT 'null'", "removed_slots TEXT NOT NULL DEFAULT '{}'",
-        "applied_memory_store TEXT NOT NULL DEFAULT ''"}},
+        "applied_memory_store TEXT NOT NULL DEFAULT ''", "logical_ids TEXT NOT NULL DEFAULT '{}'",
+        "client_tokens TEXT NOT NULL DEFAULT '{}'"}},
       {"cluster_tokens", {"memory_store_token TEXT NOT NULL DEFAULT ''"}},
       {"auto_resumes", {"overlap INTEGER NOT NULL DEFAULT 0"}},
   };

@@ -38,6 +38,12 @@ struct ClusterRow {
   std::string applied_memory_store;
   json software_update;                 // the UpdateClusterSoftware under way (null when none)
   json removed_slots = json::object();  // {group: [slot]}: nodes BatchDeleteClusterNodes removed
+  // {node name: NodeLogicalId} of every slot of the layout, given when the slot is asked
+  // for (before it has an instance) and kept through its replacements until it is removed.
+  json logical_ids = json::object();
+  // {ClientToken: {"Request", "Added", "Failed", "Time"}}: BatchAddClusterNodes calls of
+  // the last 8 hours, so that a call made again with its token adds nothing twice.
+  json client_tokens = json::object();
   double created_at = 0;
   double updated_at = 0;
 };
@@ -68,6 +74,7 @@ struct InstanceRow {
   double recovery_since = 0;
   int reboots = 0;       // reboots of this instance
   std::string replaces;  // the instance this one replaced, if any
+  std::string logical_id;  // its slot's NodeLogicalId when it was launched ("" before them)
   json deep_check;       // the deep health check ordered for this node (null when none)
   json deep_result;      // what the node reported for it (null until then)
 };

@@ -188,6 +188,10 @@ TEST_F(AwsClients, TheJavaScriptSdkDrivesAClusterEndToEnd) {
   if (node.empty()) SKIP_UNLESS_CI(why);
   json spec = cluster_spec("demo-js");
   spec["InstanceGroups"][1]["InstanceCount"] = 3;
+  // The roles in the request too, as the lifecycle folder's file has them.
+  spec["InstanceGroups"][0]["SlurmConfig"] = {{"NodeType", "Controller"}};
+  spec["InstanceGroups"][1]["SlurmConfig"] = {{"NodeType", "Compute"}, {"PartitionNames", {"dev"}}};
+  spec["Orchestrator"] = {{"Slurm", {{"SlurmConfigStrategy", "Managed"}}}};
   std::ofstream(dir_.str("spec.json")) << spec.dump(2);
   auto out = run_with({"/usr/bin/env", node, (source_dir() / "tests/sdk/cluster_client.mjs").string(),
                        endpoint(), dir_.str("spec.json")},

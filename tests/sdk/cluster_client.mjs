@@ -1,8 +1,9 @@
 // Drives endured with the cloud's JavaScript SDK v3 (@aws-sdk/client-sagemaker, pinned in
 // package-lock.json, installed by scripts/setup.sh on every machine), as a user's pipeline
-// would: create a cluster, describe it, list its nodes in pages, delete a worker, read the
-// events in pages, delete the cluster; and the errors an SDK user branches on, by their
-// exact code and HTTP status.
+// would: create a cluster with its Slurm roles in the request, describe it, list its nodes
+// in pages, add nodes (the same ClientToken twice), find one by its NodeLogicalId, delete
+// workers by instance id and by NodeLogicalId, read the events in pages, delete the
+// cluster; and the errors an SDK user branches on, by their exact code and HTTP status.
 //
 // Run by tests/integration/aws_clients_test.cpp with endured's key in AWS_ACCESS_KEY_ID and
 // AWS_SECRET_ACCESS_KEY. Usage: node cluster_client.mjs ENDPOINT_URL SPEC_JSON
@@ -19,6 +20,7 @@ import {
   UpdateClusterCommand,
   DescribeClusterNodeCommand,
   BatchDeleteClusterNodesCommand,
+  BatchAddClusterNodesCommand,
   DescribeClusterEventCommand,
   DeleteClusterCommand,
   paginateListClusterNodes,
@@ -127,9 +129,12 @@ async function main() {
   assert.equal(cluster.ClusterArn, arn);
   assert.ok(cluster.CreationTime instanceof Date, "CreationTime is not parsed as a time");
   assert.deepEqual(cluster.TieredStorageConfig, spec.TieredStorageConfig);
+  assert.deepEqual(cluster.Orchestrator, spec.Orchestrator);
   const groups = Object.fromEntries(cluster.InstanceGroups.map((g) => [g.InstanceGroupName, g]));
   for (const g of spec.InstanceGroups) {
     assert.equal(groups[g.InstanceGroupName].CurrentCount, g.InstanceCount, g.InstanceGroupName);
+    assert.equal(groups[g.InstanceGroupName].TargetCount, g.InstanceCount, g.InstanceGroupName);
+    assert.deepEqual(groups[g.InstanceGroupName].SlurmConfig, g.SlurmConfig);
   }
 
   step("a bad memory tier is refused and changes nothing");
@@ -158,6 +163,48 @@ async function main() {
   for (const n of nodes) {
     assert.equal(n.InstanceStatus.Status, "Running", n.InstanceId);
     assert.ok(n.LaunchTime instanceof Date);
+    assert.match(n.NodeLogicalId, /^[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]$/);
+  }
+
+  step("add two workers; the same ClientToken again adds nothing");
+  const add = {
+    ClusterName: name,
+    ClientToken: "js-add-1",
+    NodesToAdd: [{ InstanceGroupName: "worker", IncrementTargetCountBy: 2 }],
+  };
+  const added = await sm.send(new BatchAddClusterNodesCommand(add));
+  assert.equal(added.Successful.length, 2, JSON.stringify(added));
+  assert.deepEqual(added.Failed, []);
+  const again = await sm.send(new BatchAddClusterNodesCommand(add));
+  assert.deepEqual(
+    again.Successful.map((n) => n.NodeLogicalId).sort(),
+    added.Successful.map((n) => n.NodeLogicalId).sort(),
+  );
+  step("a bad NodesToAdd is ValidationException, 400; a missing group is answered in Failed");
+  const tooMany = await refused(
+    () =>
+      sm.send(
+        new BatchAddClusterNodesCommand({
+          ClusterName: name,
+          NodesToAdd: [{ InstanceGroupName: "worker", IncrementTargetCountBy: 51 }],
+        }),
+      ),
+    "ValidationException",
+    400,
+  );
+  assert.equal(tooMany.message, "NodesToAdd[0].IncrementTargetCountBy: must be an integer from 1 to 50");
+  const missing = await sm.send(
+    new BatchAddClusterNodesCommand({
+      ClusterName: name,
+      NodesToAdd: [{ InstanceGroupName: "nope", IncrementTargetCountBy: 1 }],
+    }),
+  );
+  assert.equal(missing.Failed[0].ErrorCode, "InstanceGroupNotFound");
+  await waitFor("InService after the add", async () => (await status()) === "InService");
+  const grown = await allNodes();
+  assert.equal(grown.length, total + 2);
+  for (const n of added.Successful) {
+    assert.ok(grown.some((g) => g.NodeLogicalId === n.NodeLogicalId), n.NodeLogicalId);
   }
 
   step("describe a node; a missing one is ResourceNotFound, 400");
@@ -172,6 +219,22 @@ async function main() {
     "ResourceNotFound",
     400,
   );
+
+  step("describe an added node by its NodeLogicalId, then delete it by that id");
+  const logical = added.Successful[0].NodeLogicalId;
+  const byLogical = await sm.send(
+    new DescribeClusterNodeCommand({ ClusterName: name, NodeLogicalId: logical }),
+  );
+  assert.equal(byLogical.NodeDetails.NodeLogicalId, logical);
+  assert.equal(byLogical.NodeDetails.InstanceStatus.Status, "Running");
+  const gone = await sm.send(
+    new BatchDeleteClusterNodesCommand({ ClusterName: name, NodeLogicalIds: [logical] }),
+  );
+  assert.deepEqual(gone.SuccessfulNodeLogicalIds, [logical]);
+  await waitFor("the added node gone", async () =>
+    (await allNodes()).every((n) => n.NodeLogicalId !== logical),
+  );
+  await waitFor("InService after that delete", async () => (await status()) === "InService");
 
   step("delete a worker");
   const deleted = await sm.send(

@@ -38,12 +38,29 @@ Result<store::InstanceRow> find_node(store::Store& store, const store::ClusterRo
                                      const json& request) {
   auto id = required_string(request, "NodeId");
   if (!id) return id.error();
-  for (const auto& r : store.instances(cluster.id, true)) {
-    if (r.instance_id == *id || r.node_name == *id) return r;
-  }
+  const auto rows = store.instances(cluster.id, true);
+  if (const auto* r = live_node_named(cluster, rows, *id)) return *r;
   if (auto r = store.instance(*id); r && r->cluster_id == cluster.id) return *r;
   return make_error(api::kResourceNotFound,
                     "NodeId: cluster " + cluster.name + " has no node or instance " + *id);
+}
+
+const store::InstanceRow* live_node_named(const store::ClusterRow& cluster,
+                                          const std::vector<store::InstanceRow>& rows,
+                                          const std::string& id) {
+  for (const auto& r : rows) {
+    if (r.instance_id == id || r.node_name == id || logical_id_of(cluster, r) == id) return &r;
+  }
+  return nullptr;
+}
+
+std::optional<std::string> logical_id_of(const store::ClusterRow& cluster,
+                                         const store::InstanceRow& row) {
+  if (!row.logical_id.empty()) return row.logical_id;
+  if (row.terminated_at > 0) return std::nullopt;
+  auto it = cluster.logical_ids.find(row.node_name);
+  if (it == cluster.logical_ids.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
 }
 
 std::map<std::string, spec::HostPlacement> host_placements(store::Store& store,

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "common/json.h"
 #include "common/result.h"
@@ -22,10 +24,21 @@ std::string cluster_arn(const std::string& cluster_id);
 // The live cluster a request's ClusterName (a name or an ARN) refers to.
 Result<store::ClusterRow> find_cluster(store::Store& store, const json& request);
 
-// The live instance a request's NodeId (an InstanceId or a node name) refers to; an
-// InstanceId of a terminated instance is found too.
+// The live instance a request's NodeId (an InstanceId, a node name or a NodeLogicalId)
+// refers to; an InstanceId of a terminated instance is found too.
 Result<store::InstanceRow> find_node(store::Store& store, const store::ClusterRow& cluster,
                                      const json& request);
+
+// The live instance an id names (an InstanceId, a node name or a NodeLogicalId), among rows.
+const store::InstanceRow* live_node_named(const store::ClusterRow& cluster,
+                                          const std::vector<store::InstanceRow>& rows,
+                                          const std::string& id);
+
+// A node's NodeLogicalId (controller/nodes/logical_ids.h) as ListClusterNodes and
+// DescribeClusterNode show it: the one its instance was launched with, else (an instance
+// from before ids, or a spare swapped in) its slot's while it is live.
+std::optional<std::string> logical_id_of(const store::ClusterRow& cluster,
+                                         const store::InstanceRow& row);
 
 // The cluster's stored spec, provisioning and layout, its nodes on registered hosts placed
 // there (the hosts serving its live instances); an InternalFailure when it no longer parses

@@ -5,6 +5,7 @@
 #include "common/ids.h"
 #include "controller/core/lookup.h"
 #include "controller/core/node_state.h"
+#include "controller/nodes/node_addition.h"
 #include "controller/nodes/node_deletion.h"
 
 namespace endure::controller {
@@ -38,6 +39,11 @@ Result<json> ApiRouter::handle(const std::string& action, const json& request) {
     auto deleted = batch_delete_nodes(p_.store, request);
     if (deleted) p_.wake_reconciler();
     return deleted;
+  }
+  if (action == api::kBatchAddClusterNodes) {
+    auto added = batch_add_nodes(p_.store, request);
+    if (added) p_.wake_reconciler();
+    return added;
   }
   if (action == api::kUpdateClusterSoftware) {
     auto started = p_.software_updates.start(request);

@@ -26,6 +26,7 @@ const std::set<std::string> kActions = {api::kCreateCluster,
                                         api::kUpdateClusterSoftware,
                                         api::kDeleteCluster,
                                         api::kBatchDeleteClusterNodes,
+                                        api::kBatchAddClusterNodes,
                                         api::kBatchRebootClusterNodes,
                                         api::kBatchReplaceClusterNodes,
                                         api::kStartClusterHealthCheck,
@@ -55,15 +56,6 @@ json without(const json& request, std::initializer_list<const char*> keys) {
   json out = request;
   for (const char* key : keys) out.erase(key);
   return out;
-}
-
-Status refuse_logical_ids(const json& request) {
-  if (request.contains("NodeLogicalIds") || request.contains("NodeLogicalId")) {
-    return invalid(
-        "NodeLogicalIds: endure names nodes by NodeIds (an instance id or a node "
-        "name such as worker-3)");
-  }
-  return {};
 }
 
 Result<json> list_clusters(const json& request, const Handler& handle) {
@@ -177,16 +169,47 @@ Result<json> describe_cluster_event(const json& request, const Handler& handle) 
   return json{{"EventDetails", event}};
 }
 
+// NodeLogicalIds are endured's NodeIds too; the answers for them come back apart, as
+// SuccessfulNodeLogicalIds and FailedNodeLogicalIds.
 Result<json> batch_nodes(const std::string& action, const json& request, const Handler& handle) {
-  if (auto s = refuse_logical_ids(request); !s) return s.error();
-  auto reply = handle(action, request);
-  if (!reply || action == api::kBatchDeleteClusterNodes) return reply;
-  // Reboot's and replace's failures name their code ErrorCode in the model.
-  for (auto& failure : (*reply)[f::kFailed]) {
-    failure["ErrorCode"] = failure[f::kCode];
-    failure.erase(f::kCode);
+  json v1 = without(request, {"NodeLogicalIds"});
+  std::set<std::string> logical;
+  if (auto it = request.find("NodeLogicalIds"); it != request.end()) {
+    if (!it->is_array()) return invalid("NodeLogicalIds: must be an array");
+    if (!v1.contains(f::kNodeIds)) v1[f::kNodeIds] = json::array();
+    if (!v1[f::kNodeIds].is_array()) return invalid("NodeIds: must be an array");
+    for (const auto& id : *it) {
+      if (!id.is_string()) return invalid("NodeLogicalIds: every entry must be a string");
+      logical.insert(id.get<std::string>());
+      v1[f::kNodeIds].push_back(id);
+    }
   }
-  return reply;
+  auto reply = handle(action, v1);
+  if (!reply) return reply;
+  // Reboot's and replace's failures name their code ErrorCode in the model, delete's Code.
+  const char* code = action == api::kBatchDeleteClusterNodes ? f::kCode : "ErrorCode";
+  json successful = json::array(), failed = json::array();
+  json successful_logical = json::array(), failed_logical = json::array();
+  for (auto& id : (*reply)[f::kSuccessful]) {
+    (logical.count(id.get<std::string>()) ? successful_logical : successful).push_back(id);
+  }
+  for (auto& failure : (*reply)[f::kFailed]) {
+    json out = {{code, failure[f::kCode]}, {f::kMessage, failure[f::kMessage]}};
+    std::string id = failure.value(f::kNodeId, "");
+    if (logical.count(id)) {
+      out[f::kNodeLogicalId] = id;
+      failed_logical.push_back(std::move(out));
+    } else {
+      out[f::kNodeId] = id;
+      failed.push_back(std::move(out));
+    }
+  }
+  json out = {{f::kSuccessful, successful}, {f::kFailed, failed}};
+  if (!logical.empty()) {
+    out["SuccessfulNodeLogicalIds"] = successful_logical;
+    out["FailedNodeLogicalIds"] = failed_logical;
+  }
+  return out;
 }
 
 // The model's InstanceGroups are [{InstanceGroupName}], /v1's the names.
@@ -285,8 +308,11 @@ Result<json> call(const std::string& action, const json& request, const Handler&
     return batch_nodes(action, request, handle);
   }
   json v1 = request;
-  if (action == api::kDescribeClusterNode) {
-    if (auto s = refuse_logical_ids(request); !s) return s.error();
+  // A NodeLogicalId is one of the names endured's NodeId takes.
+  if (action == api::kDescribeClusterNode && request.contains(f::kNodeLogicalId)) {
+    if (request.contains(f::kNodeId)) return invalid("NodeId: give NodeId or NodeLogicalId, not both");
+    v1 = without(request, {f::kNodeLogicalId});
+    v1[f::kNodeId] = request[f::kNodeLogicalId];
   }
   auto reply = handle(action, v1);
   if (reply) convert_times(*reply);

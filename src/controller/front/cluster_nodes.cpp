@@ -26,11 +26,12 @@ namespace endure::controller {
 namespace {
 
 // Filled into a NodeDetails too: a node's details start with its summary.
-void fill_summary(api::ClusterNodeSummary& out, const store::InstanceRow& r,
-                  const spec::ClusterSpec& spec) {
+void fill_summary(api::ClusterNodeSummary& out, const store::ClusterRow& cluster,
+                  const store::InstanceRow& r, const spec::ClusterSpec& spec) {
   const auto* group = spec.find_group(r.group);
   out.instance_group_name = r.group;
   out.instance_id = r.instance_id;
+  out.node_logical_id = logical_id_of(cluster, r);
   out.node_name = r.node_name;
   out.instance_type = group ? group->instance_type : "";
   out.instance_status = {name(r.status), r.message};
@@ -52,7 +53,7 @@ Result<json> ClusterService::list_cluster_nodes(const json& request) {
   api::ListClusterNodesReply reply;
   for (const auto& r : store_.instances(cluster->id, true)) {
     if (!contains.empty() && r.group.find(contains) == std::string::npos) continue;
-    fill_summary(reply.cluster_node_summaries.emplace_back(), r, *spec);
+    fill_summary(reply.cluster_node_summaries.emplace_back(), *cluster, r, *spec);
   }
   return reply.to_json();
 }
@@ -68,7 +69,7 @@ Result<json> ClusterService::describe_cluster_node(const json& request) {
   const spec::ClusterLayout& layout = model->layout;
   api::DescribeClusterNodeReply reply;
   api::NodeDetails& details = reply.node_details;
-  fill_summary(details, *node, *spec);
+  fill_summary(details, *cluster, *node, *spec);
   if (const auto* g = spec->find_group(node->group)) {
     details.life_cycle_config = life_cycle_config(*g);
     details.threads_per_core = g->threads_per_core;
@@ -151,8 +152,14 @@ Result<json> ClusterService::batch_recover(const json& request, RecoveryAction a
   api::BatchNodesReply reply;
   std::string verb = action == RecoveryAction::kReboot ? api::kBatchRebootClusterNodes
                                                        : api::kBatchReplaceClusterNodes;
+  const auto rows = store_.instances(cluster->id, true);
   for (const auto& id : typed->node_ids) {
-    auto s = recovery_.request(*cluster, layout, id, action, "requested by " + verb);
+    // A NodeLogicalId names its slot's live instance; other ids are instance ids.
+    std::string instance_id = id;
+    if (const auto* r = live_node_named(*cluster, rows, id); r && logical_id_of(*cluster, *r) == id) {
+      instance_id = r->instance_id;
+    }
+    auto s = recovery_.request(*cluster, layout, instance_id, action, "requested by " + verb);
     if (s)
       reply.successful.push_back(id);
     else

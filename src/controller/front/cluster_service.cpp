@@ -96,10 +96,14 @@ Result<json> ClusterService::load_provisioning(const json& spec_json) {
       provisioning_file = *dir / spec::kProvisioningFile;
     }
   }
+  // The roles from the request's SlurmConfig, else from the file; from both, they must agree.
+  auto from_config = spec::roles_from_slurm_config(*spec);
   if (provisioning_file.empty()) {
+    if (from_config) return from_config->to_json();
     return invalid("InstanceGroups[0].LifeCycleConfig.SourceS3Uri: no lifecycle folder holds " +
                    std::string(spec::kProvisioningFile) +
-                   ", which names the controller, login and worker groups");
+                   ", which names the controller, login and worker groups (or give every "
+                   "group a SlurmConfig)");
   }
   auto text = fs::read_file(provisioning_file);
   if (!text) return invalid(std::string(spec::kProvisioningFile) + ": " + text.error().message);
@@ -109,6 +113,11 @@ Result<json> ClusterService::load_provisioning(const json& spec_json) {
   }
   auto params = spec::parse_provisioning(params_json, *spec);
   if (!params) return params.error();
+  if (from_config) {
+    auto disagreements = spec::role_disagreements(*spec, *from_config, *params);
+    if (!disagreements.empty()) return invalid(spec::describe(disagreements));
+    return from_config->to_json();
+  }
   return params->to_json();
 }
 
@@ -182,6 +191,8 @@ Result<json> ClusterService::describe_cluster(const json& request) {
     entry.role = spec::role_name(params->role_of(g.name));
     if (auto p = params->partition_of(g.name); !p.empty()) entry.partition_name = p;
     if (!g.host_pool.empty()) entry.host_pool = g.host_pool;
+    if (g.slurm) entry.slurm_config = g.slurm->to_api();
+    if (current != g.instance_count) entry.active_operations = json{{"Scaling", 1}};
     if (g.warm_spares > 0) {
       entry.warm_spares = g.warm_spares;
       int ready = 0;
@@ -199,6 +210,7 @@ Result<json> ClusterService::describe_cluster(const json& request) {
   if (!cluster->failure_message.empty()) reply.failure_message = cluster->failure_message;
   reply.node_recovery = spec->node_recovery;
   if (spec->tiered_storage) reply.tiered_storage_config = spec->tiered_storage->to_api();
+  if (spec->orchestrator) reply.orchestrator = spec->orchestrator->to_api();
   reply.slurm_controller_node = layout.controller_node;
   reply.slurmctld_port = layout.slurmctld_port;
   reply.shared_folder = (config_.clusters_dir() / cluster->id / "fsx").string();
@@ -240,6 +252,10 @@ Result<json> ClusterService::update_cluster(const json& request) {
     if (updated->tiered_storage != current->tiered_storage) {
       std::string tier = spec::memory_store_setting(updated->tiered_storage);
       counts += "; TieredStorageConfig " + (tier.empty() ? std::string("Disable") : tier);
+    }
+    if (updated->orchestrator != current->orchestrator) {
+      counts += std::string("; SlurmConfigStrategy ") +
+                name(spec::slurm_config_strategy(updated->orchestrator));
     }
     auto ev = store_.append_event(
         {0, row.id, 0, "Cluster", "", "", "", "ClusterUpdating", "UpdateCluster: " + counts});

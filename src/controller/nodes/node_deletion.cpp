@@ -34,10 +34,8 @@ Result<json> batch_delete_nodes(store::Store& store, const json& request) {
   auto rows = store.instances(cluster->id, true);
   for (const auto& id_json : ids) {
     std::string id = id_json.get<std::string>();
-    auto row = std::find_if(rows.begin(), rows.end(), [&](const auto& r) {
-      return r.instance_id == id || r.node_name == id;
-    });
-    if (row == rows.end()) {
+    const store::InstanceRow* row = live_node_named(*cluster, rows, id);
+    if (!row) {
       fail(id, "NodeIdNotFound", "no live node or instance " + id + " in cluster " + cluster->name);
       continue;
     }
@@ -87,6 +85,7 @@ Result<json> batch_delete_nodes(store::Store& store, const json& request) {
         [&](store::ClusterRow& c) {
           c.spec = spec.to_json();
           c.removed_slots = removed;
+          for (const auto& n : names) c.logical_ids.erase(n);
           c.status = ClusterStatus::kUpdating;
           c.updated_at = ids::now_seconds();
         },

@@ -15,6 +15,7 @@
 #include "controller/core/lookup.h"
 #include "controller/core/node_state.h"
 #include "controller/core/transition.h"
+#include "controller/nodes/logical_ids.h"
 #include "controller/nodes/node_bootstrap.h"
 #include "controller/nodes/retirement.h"
 #include "controller/nodes/shared_fs_grant.h"
@@ -102,6 +103,9 @@ bool NodeLauncher::failed_by_its_host(const std::string& cluster_id,
 std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& cluster,
                                                     const spec::ClusterLayout& layout) {
   auto rows = store_.instances(cluster.id, false);
+  // Every slot has its NodeLogicalId before an instance is launched into it.
+  auto logical_ids = sync_logical_ids(store_, cluster, layout);
+  if (!logical_ids) log::warn("{}: node logical ids: {}", cluster.name, logical_ids.error().message);
   for (const auto& slot : layout.nodes) {
     if (live_in_slot(rows, slot.node_name)) continue;
     // One retry per slot and operation: the second failure fails the cluster.
@@ -131,6 +135,7 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
     row.launch_time = ids::now_seconds();
     row.agent_token = ids::new_token();
     row.lifecycle_status = LifecycleStatus::kNotStarted;
+    if (logical_ids) row.logical_id = logical_ids->value(slot.node_name, "");
     std::string description =
         failures ? "retrying on a new instance after a failure" : "new instance";
     bool swapped = false;

@@ -2,6 +2,8 @@
 
 #include <future>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -11,6 +13,7 @@
 #include "controller/core/node_state.h"
 #include "controller/core/transition.h"
 #include "controller/slurm/slurm_in_node.h"
+#include "slurm/conf_edits.h"
 #include "slurm/slurm_client.h"
 #include "slurm/slurm_conf.h"
 
@@ -35,10 +38,70 @@ bool holds(provider::NodeProvider& provider, const std::string& cluster_id,
   return out.exit_code == 0 && out.out == content;
 }
 
+void note(store::Store& store, const store::ClusterRow& cluster, const Instance& controller,
+          const std::string& type, const std::string& text) {
+  auto ev = store.append_event({0, cluster.id, 0, "Cluster", controller.group,
+                                controller.instance_id, controller.node_name, type, text});
+  (void)log::ok(ev ? Status{} : Status(ev.error()), cluster.name + ": " + type);
+  log::info("{}: {}: {}", cluster.name, type, text);
+}
+
+// Whether Managed already said so of this edit (the edited file's hash) in this run of
+// endured: each pass finds the edit again, the event log needs it once.
+bool said_before(const std::string& cluster_id, const std::string& edit_hash) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> said;  // cluster id -> edited file's hash
+  std::lock_guard lock(mutex);
+  auto& last = said[cluster_id];
+  if (last == edit_hash) return true;
+  last = edit_hash;
+  return false;
+}
+
+// What to write over a slurm.conf a person edited on the controller, as the strategy says;
+// nullopt when nothing is to be written (Managed). Each outcome is an event.
+std::optional<std::string> meet_edit(store::Store& store, const store::ClusterRow& cluster,
+                                     const Instance& controller, const std::string& conf,
+                                     const std::string& edited, api::SlurmConfigStrategy strategy) {
+  const std::string where = "slurm.conf on " + controller.node_name + " was edited by hand";
+  switch (strategy) {
+    case api::SlurmConfigStrategy::kManaged:
+      if (!said_before(cluster.id, slurm::content_hash(edited))) {
+        note(store, cluster, controller, "SlurmConfigEdited",
+             where + "; SlurmConfigStrategy Managed leaves it and applies none of endured's "
+                     "changes (nodes added or moved stay out of Slurm) until the edit is undone "
+                     "or UpdateCluster sets Orchestrator.Slurm.SlurmConfigStrategy to Merge or "
+                     "Overwrite");
+      }
+      return std::nullopt;
+    case api::SlurmConfigStrategy::kOverwrite:
+      note(store, cluster, controller, "SlurmConfigOverwritten",
+           where + "; SlurmConfigStrategy Overwrite replaced it with endured's");
+      return conf;
+    case api::SlurmConfigStrategy::kMerge: {
+      auto kept = slurm::added_partition_lines(conf, edited);
+      std::string names;
+      for (const auto& line : kept) {
+        for (const auto& name : slurm::partition_names(line)) {
+          names += (names.empty() ? "" : ", ") + name;
+        }
+      }
+      note(store, cluster, controller, "SlurmConfigMerged",
+           where + "; SlurmConfigStrategy Merge kept " +
+               (kept.empty() ? std::string("no partition of its own (none was added)")
+                             : "its partitions " + names) +
+               " beside endured's");
+      return slurm::with_lines(conf, kept);
+    }
+  }
+  return conf;
+}
+
 }  // namespace
 
 void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
-                     const store::ClusterRow& cluster, const spec::ClusterLayout& layout) {
+                     const store::ClusterRow& cluster, const spec::ClusterLayout& layout,
+                     api::SlurmConfigStrategy strategy) {
   std::string conf = slurm::render_slurm_conf(layout);
   std::string hosts = slurm::render_hosts(layout);
   std::string hash = slurm::content_hash(conf + hosts);
@@ -46,6 +109,24 @@ void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
   // Never pushed: every node has the files of its launch, which its daemons started on.
   const bool first = cluster.applied_conf_hash.empty();
   auto rows = store.instances(cluster.id, true);
+  // The controller's copy is the one a person edits (and the one slurmctld reads).
+  for (const auto& r : rows) {
+    if (first || r.node_name != layout.controller_node || r.status != NodeStatus::kRunning ||
+        !provider.running(cluster.id, r.instance_id)) {
+      continue;
+    }
+    auto now = provider.exec(cluster.id, r.instance_id, {"cat", node::kSlurmConfPath}, 10s);
+    if (now.exit_code != 0) break;
+    if (!slurm::seal_intact(now.out)) {
+      auto written = meet_edit(store, cluster, r, conf, now.out, strategy);
+      if (!written) return;
+      conf = *written;
+    } else if (strategy == api::SlurmConfigStrategy::kMerge) {
+      // Partitions kept by an earlier merge stay through every later write.
+      conf = slurm::with_lines(conf, slurm::added_partition_lines(conf, now.out));
+    }
+    break;
+  }
   const Instance* controller = nullptr;
   // Every node at once: on hosts each write is an SSH round trip, and a swapped-in spare
   // waits for them.

@@ -59,9 +59,11 @@ const std::vector<Sample>& samples() {
       {kCreateCluster, round_trip<CreateClusterRequest>,
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC
        R"(,"ThreadsPerCore":1,"ExecutionRole":"arn:role","InstanceStorageConfigs":[],)"
+       R"("SlurmConfig":{"NodeType":"Compute","PartitionNames":["dev"]},)"
        R"("HostPool":"rack-a","WarmSpares":1}],)"
        R"("NodeRecovery":"None","TieredStorageConfig":{"Mode":"Enable",)"
-       R"("InstanceMemoryAllocationPercentage":20},"Tags":[],"VpcConfig":{},)"
+       R"("InstanceMemoryAllocationPercentage":20},)"
+       R"("Orchestrator":{"Slurm":{"SlurmConfigStrategy":"Merge"}},"Tags":[],"VpcConfig":{},)"
        R"("SharedFileSystem":{"DnsName":"fs"}})",
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}", round_trip<CreateClusterReply>,
        ARN, ""},
@@ -72,8 +74,10 @@ const std::vector<Sample>& samples() {
        R"("FailureMessage":"no slurmctld","InstanceGroups":[{"InstanceGroupName":"worker",)"
        R"("InstanceType":"ml.c5.xlarge","CurrentCount":1,"TargetCount":2,"LifeCycleConfig":)"
        R"({"SourceS3Uri":"/lc","OnCreate":"on_create.sh"},"ThreadsPerCore":1,"Role":"Worker",)"
-       R"("PartitionName":"dev","HostPool":"rack-a","WarmSpares":1}],"NodeRecovery":)"
-       R"("Automatic","TieredStorageConfig":{"Mode":"Disable"},"SlurmControllerNode":)"
+       R"("PartitionName":"dev","HostPool":"rack-a","WarmSpares":1,"SlurmConfig":)"
+       R"({"NodeType":"Compute"}}],"NodeRecovery":)"
+       R"("Automatic","TieredStorageConfig":{"Mode":"Disable"},"Orchestrator":{"Slurm":{}},)"
+       R"("SlurmControllerNode":)"
        R"("controller-0","SlurmctldPort":6817,"SharedFolder":"/e/clusters/c-1/fsx"})",
        R"({"ClusterArn":"a","ClusterId":"c-1","ClusterName":"ml","ClusterStatus":"InService",)"
        R"("CreationTime":"t","InstanceGroups":[{"InstanceGroupName":"controller",)"
@@ -103,7 +107,9 @@ const std::vector<Sample>& samples() {
       {kUpdateCluster, round_trip<UpdateClusterRequest>,
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC
        R"(,"ThreadsPerCore":1}],"NodeRecovery":"None","TieredStorageConfig":{"Mode":"Enable",)"
-       R"("InstanceMemoryAllocationPercentage":0},"SharedFileSystem":{"DnsName":"fs"}})",
+       R"("InstanceMemoryAllocationPercentage":0},)"
+       R"("Orchestrator":{"Slurm":{"SlurmConfigStrategy":"Overwrite"}},)"
+       R"("SharedFileSystem":{"DnsName":"fs"}})",
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}", round_trip<UpdateClusterReply>,
        ARN, ""},
       {kUpdateClusterSoftware, round_trip<UpdateClusterSoftwareRequest>,
@@ -149,6 +155,16 @@ const std::vector<Sample>& samples() {
        R"({"Successful":["i-1"],"Failed":[{"NodeId":"i-2","Code":"InvalidNodeStatus",)"
        R"("Message":"controller"}]})",
        ""},
+      {kBatchAddClusterNodes, round_trip<BatchAddClusterNodesRequest>,
+       R"({"ClusterName":"ml","ClientToken":"t-1","NodesToAdd":[{"InstanceGroupName":"worker",)"
+       R"("IncrementTargetCountBy":2,"AvailabilityZones":[],"InstanceTypes":["ml.c5.xlarge"]}]})",
+       R"({"ClusterName":"ml","NodesToAdd":[{"InstanceGroupName":"worker",)"
+       R"("IncrementTargetCountBy":1}]})",
+       round_trip<BatchAddClusterNodesReply>,
+       R"({"Successful":[{"NodeLogicalId":"worker-2-0a1b2c3d","InstanceGroupName":"worker",)"
+       R"("Status":"Pending"}],"Failed":[{"InstanceGroupName":"gpu","ErrorCode":)"
+       R"("InstanceGroupNotFound","FailedCount":1,"Message":"no such group"}]})",
+       R"({"Successful":[],"Failed":[]})"},
       {kStartClusterHealthCheck, round_trip<StartClusterHealthCheckRequest>,
        R"({"ClusterName":"ml","NodeIds":["worker-0"]})", R"({"ClusterName":"ml"})",
        round_trip<StartClusterHealthCheckReply>,
@@ -258,7 +274,7 @@ TEST(WireMessages, EveryActionOfWireHasSamplesAndARegistryEntry) {
   for (const auto& a : all_actions()) registry.push_back(a.action);
   for (const auto& s : samples()) sampled.push_back(s.action);
   EXPECT_EQ(registry, sampled);
-  EXPECT_EQ(registry.size(), 31u);  // every action of wire.h
+  EXPECT_EQ(registry.size(), 32u);  // every action of wire.h
 }
 
 TEST(WireMessages, EveryMessageRoundTripsWithAllOptionalFieldsAndWithNone) {

@@ -154,13 +154,16 @@ TEST(CliTable, DescribeClusterShowsTheMemoryTierWhenSet) {
 TEST(CliTable, ListClusterNodesColumnsAreTheWireFields) {
   api::ListClusterNodesReply reply;
   reply.cluster_node_summaries.push_back(
-      {"worker", "i-1", "worker-0", "ml.c5.xlarge", {"Running", ""}, "t0"});
+      {"worker", "i-1", "worker-0-1a2b3c4d", "worker-0", "ml.c5.xlarge", {"Running", ""}, "t0"});
   std::ostringstream out;
   print_nodes(reply.to_json(), out);
   EXPECT_EQ(out.str(),
-            "NodeName  InstanceId  InstanceGroupName  InstanceType  Status   Message  LaunchTime\n"
-            "--------  ----------  -----------------  ------------  -------  -------  ----------\n"
-            "worker-0  i-1         worker             ml.c5.xlarge  Running           t0\n");
+            "NodeName  InstanceId  NodeLogicalId      InstanceGroupName  InstanceType  Status   "
+            "Message  LaunchTime\n"
+            "--------  ----------  -----------------  -----------------  ------------  -------  "
+            "-------  ----------\n"
+            "worker-0  i-1         worker-0-1a2b3c4d  worker             ml.c5.xlarge  Running  "
+            "         t0\n");
 }
 
 TEST(CliTable, BatchReplyListsEveryNode) {

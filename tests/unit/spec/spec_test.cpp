@@ -98,7 +98,7 @@ std::vector<MalformedCase> malformed_cases() {
       {"request_is_array", "[]", ""},
       {"request_is_string", R"("cluster")", ""},
       {"unknown_top_level_field", with_top(R"("Foo":1)"), "Foo"},
-      {"orchestrator_not_supported", with_top(R"("Orchestrator":{"Eks":{}})"), "Orchestrator"},
+      {"orchestrator_eks", with_top(R"("Orchestrator":{"Eks":{}})"), "Orchestrator.Eks"},
       {"tags_not_array", with_top(R"("Tags":{"k":"v"})"), "Tags"},
       {"cluster_name_missing", R"({"InstanceGroups":[)" + group("w") + "]}", "ClusterName"},
       {"cluster_name_number", with_name("5"), "ClusterName"},
@@ -467,7 +467,7 @@ TEST(SpecTest, UnknownFieldRuleListsKnownFields) {
   std::vector<FieldError> errors = validate_cluster_spec(json::parse(with_top(R"("Foo":1)")));
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].rule.rfind("is not a known field; known: ClusterName, InstanceGroups, "
-                                 "NodeRecovery, TieredStorageConfig, Tags",
+                                 "NodeRecovery, TieredStorageConfig, Orchestrator, Tags",
                                  0),
             0u)
       << errors[0].rule;
@@ -717,7 +717,8 @@ TEST(SpecUpdateTest, ChangesTieredStorageAloneOrWithTheGroupsAndKeepsItWhenLeftO
             "TieredStorageConfig.InstanceMemoryAllocationPercentage: must be an integer from 0 "
             "to 100");
   EXPECT_EQ(apply_cluster_update(current_spec(), {{"ClusterName", "ml-cluster"}}).error().message,
-            "InstanceGroups: is required unless NodeRecovery or TieredStorageConfig is given");
+            "InstanceGroups: is required unless NodeRecovery, TieredStorageConfig or "
+            "Orchestrator is given");
 }
 
 TEST(SpecUpdateTest, RejectsMissingGroup) {
