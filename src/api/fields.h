@@ -83,6 +83,7 @@ inline constexpr const char* kNodeIds = "NodeIds";
 inline constexpr const char* kNodeList = "NodeList";
 inline constexpr const char* kNodeLogicalId = "NodeLogicalId";
 inline constexpr const char* kNodeName = "NodeName";
+inline constexpr const char* kNodeProvisioningMode = "NodeProvisioningMode";
 inline constexpr const char* kNodeRecovery = "NodeRecovery";
 inline constexpr const char* kNodeType = "NodeType";
 inline constexpr const char* kNodes = "Nodes";

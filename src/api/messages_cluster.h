@@ -141,6 +141,7 @@ struct CreateClusterRequest {
   std::optional<std::string> node_recovery;  // Automatic (the default) or None
   std::optional<TieredStorageConfig> tiered_storage_config;  // absent: the tier is off
   std::optional<ClusterOrchestrator> orchestrator;           // Slurm's; absent: Managed
+  std::optional<std::string> node_provisioning_mode;         // Continuous, or absent
   std::optional<json> tags;                  // accepted so a cloud request parses; ignored
   std::optional<json> vpc_config;            // likewise
   std::optional<json> shared_file_system;    // endure's: /fsx on hosts (spec/shared_fs.h)
@@ -151,6 +152,7 @@ struct CreateClusterRequest {
     v(field::kNodeRecovery, s.node_recovery);
     v(field::kTieredStorageConfig, s.tiered_storage_config);
     v(field::kOrchestrator, s.orchestrator);
+    v(field::kNodeProvisioningMode, s.node_provisioning_mode);
     v(field::kTags, s.tags);
     v(field::kVpcConfig, s.vpc_config);
     v(field::kSharedFileSystem, s.shared_file_system);
@@ -238,6 +240,7 @@ struct DescribeClusterReply {
   std::string node_recovery;
   std::optional<TieredStorageConfig> tiered_storage_config;  // absent: never set
   std::optional<ClusterOrchestrator> orchestrator;           // as given; absent: never given
+  std::optional<std::string> node_provisioning_mode;         // Continuous, or absent
   std::string slurm_controller_node;
   int slurmctld_port = 0;
   std::string shared_folder;  // the cluster's /fsx on this host
@@ -253,6 +256,7 @@ struct DescribeClusterReply {
     v(field::kNodeRecovery, s.node_recovery);
     v(field::kTieredStorageConfig, s.tiered_storage_config);
     v(field::kOrchestrator, s.orchestrator);
+    v(field::kNodeProvisioningMode, s.node_provisioning_mode);
     v(field::kSlurmControllerNode, s.slurm_controller_node);
     v(field::kSlurmctldPort, s.slurmctld_port);
     v(field::kSharedFolder, s.shared_folder);
@@ -303,6 +307,7 @@ struct UpdateClusterRequest {
   std::optional<std::string> node_recovery;
   std::optional<TieredStorageConfig> tiered_storage_config;  // replaces the cluster's
   std::optional<ClusterOrchestrator> orchestrator;           // replaces the cluster's
+  std::optional<std::string> node_provisioning_mode;         // Continuous from now on
   std::optional<json> shared_file_system;  // as the cluster has it: echoed, never changed
   template <class S, class V>
   static void fields(S& s, V&& v) {
@@ -311,6 +316,7 @@ struct UpdateClusterRequest {
     v(field::kNodeRecovery, s.node_recovery);
     v(field::kTieredStorageConfig, s.tiered_storage_config);
     v(field::kOrchestrator, s.orchestrator);
+    v(field::kNodeProvisioningMode, s.node_provisioning_mode);
     v(field::kSharedFileSystem, s.shared_file_system);
   }
   json to_json() const;

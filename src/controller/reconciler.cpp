@@ -1,5 +1,7 @@
 #include "controller/reconciler.h"
 
+#include <algorithm>
+
 #include "api/node_contract.h"
 #include "common/crash_point.h"
 #include "common/fs.h"
@@ -109,7 +111,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   }
   launcher_.remove_extra_instances(cluster, layout);
   launcher_.spares().watch(cluster);
-  if (auto failure = launcher_.fill_slots(cluster, layout)) {
+  if (auto failure = launcher_.fill_slots(cluster, layout, parsed->spec.continuous)) {
     fail_cluster(cluster, *failure);
     return;
   }
@@ -192,9 +194,21 @@ void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
   if (cluster.status != ClusterStatus::kCreating && cluster.status != ClusterStatus::kUpdating)
     return;
   auto rows = store_.instances(cluster.id, true);
-  if (rows.size() != layout.nodes.size()) return;
-  for (const auto& r : rows) {
-    if (r.status != NodeStatus::kRunning && r.status != NodeStatus::kWarmSpare) return;
+  if (model.spec.continuous) {
+    // In service once the controller (and the login group) runs; workers come as they can.
+    for (const auto& slot : layout.nodes) {
+      if (slot.role == spec::NodeRole::kWorker) continue;
+      if (std::none_of(rows.begin(), rows.end(), [&](const auto& r) {
+            return r.node_name == slot.node_name && r.status == NodeStatus::kRunning;
+          })) {
+        return;
+      }
+    }
+  } else {
+    if (rows.size() != layout.nodes.size()) return;
+    for (const auto& r : rows) {
+      if (r.status != NodeStatus::kRunning && r.status != NodeStatus::kWarmSpare) return;
+    }
   }
   auto fresh = store_.cluster_by_id(cluster.id);
   if (!fresh || fresh->applied_conf_hash != slurm_files_hash(layout)) {
@@ -208,7 +222,11 @@ void Reconciler::update_cluster_status(const store::ClusterRow& cluster,
   (void)transition(
       store_, cluster, [](store::ClusterRow& c) { c.status = ClusterStatus::kInService; },
       "ClusterInService",
-      fmt::format("{} instances Running; {} took {:.1f} s", rows.size(),
+      fmt::format("{} instances Running; {} took {:.1f} s",
+                  model.spec.continuous
+                      ? std::count_if(rows.begin(), rows.end(),
+                                      [](const auto& r) { return r.status == NodeStatus::kRunning; })
+                      : static_cast<long>(rows.size()),
                   cluster.status == ClusterStatus::kCreating ? "CreateCluster" : "UpdateCluster",
                   took));
 }

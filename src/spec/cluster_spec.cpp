@@ -304,6 +304,18 @@ std::string read_node_recovery(const json& request, const std::string& fallback,
   return it->get<std::string>();
 }
 
+// NodeProvisioningMode: Continuous is the one value (the cloud's only one); absent keeps
+// fallback.
+bool read_provisioning_mode(const json& request, bool fallback, Errors& errors) {
+  auto it = request.find(F::kNodeProvisioningMode);
+  if (it == request.end()) return fallback;
+  if (*it != "Continuous") {
+    errors.push_back({F::kNodeProvisioningMode, "must be Continuous"});
+    return fallback;
+  }
+  return true;
+}
+
 // Nodes on hosts share /fsx only through the SharedFileSystem; a local node shares
 // endured's own folder and cannot mount a file server's. So one goes with the other.
 void check_shared_fs_placement(const ClusterSpec& spec, bool declared, Errors& errors) {
@@ -350,6 +362,7 @@ ClusterSpec check_create(const json& request, Errors& errors) {
   spec.tiered_storage = read_tiered_storage(request, errors);
   spec.orchestrator = read_orchestrator(request, errors);
   if (slurm_read) check_slurm_topology(spec, errors);
+  spec.continuous = read_provisioning_mode(request, false, errors);
   spec.shared_fs = read_shared_fs(request, errors);
   check_shared_fs_placement(spec, request.contains(F::kSharedFileSystem), errors);
   check_ignored(request, F::kTags, "", /*want_array=*/true, errors);
@@ -383,10 +396,10 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
   if (groups_field != request.end()) {
     listed_groups = check_groups(request, errors);
   } else if (!request.contains(F::kNodeRecovery) && !request.contains(F::kTieredStorageConfig) &&
-             !request.contains(F::kOrchestrator)) {
+             !request.contains(F::kOrchestrator) && !request.contains(F::kNodeProvisioningMode)) {
     errors.push_back({F::kInstanceGroups,
-                      "is required unless NodeRecovery, TieredStorageConfig or Orchestrator is "
-                      "given"});
+                      "is required unless NodeRecovery, TieredStorageConfig, Orchestrator or "
+                      "NodeProvisioningMode is given"});
   }
   std::vector<bool> seen(current.groups.size(), false);
   for (const ListedGroup& listed : listed_groups) {
@@ -452,6 +465,7 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
   if (auto tier = read_tiered_storage(request, errors)) next.tiered_storage = tier;
   if (auto orchestrator = read_orchestrator(request, errors)) next.orchestrator = orchestrator;
   check_slurm_topology(next, errors);
+  next.continuous = read_provisioning_mode(request, current.continuous, errors);
   if (request.contains(F::kSharedFileSystem)) {
     auto listed = read_shared_fs(request, errors);
     if (listed && listed != current.shared_fs) {
@@ -530,6 +544,7 @@ json ClusterSpec::to_json() const {
   out.node_recovery = node_recovery;
   if (tiered_storage) out.tiered_storage_config = tiered_storage->to_api();
   if (orchestrator) out.orchestrator = orchestrator->to_api();
+  if (continuous) out.node_provisioning_mode = "Continuous";
   if (shared_fs) out.shared_file_system = shared_fs->to_json();
   return out.to_json();
 }

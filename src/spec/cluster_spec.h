@@ -61,6 +61,9 @@ struct ClusterSpec {
   std::optional<TieredStorageSpec> tiered_storage;
   // Orchestrator: how a hand-edited slurm.conf is treated (absent: Managed).
   std::optional<OrchestratorSpec> orchestrator;
+  // NodeProvisioningMode Continuous: a launch that fails is tried again with backoff while
+  // the cluster stays in service, instead of failing the cluster at its second failure.
+  bool continuous = false;
 
   const InstanceGroupSpec* find_group(const std::string& group_name) const;
   // The request shape again (what describe-cluster echoes and the store keeps).
@@ -75,7 +78,8 @@ std::vector<FieldError> validate_cluster_spec(const json& request);
 Result<ClusterSpec> parse_cluster_spec(const json& request);
 
 // An UpdateCluster request ({ClusterName, InstanceGroups[]?, NodeRecovery?,
-// TieredStorageConfig?, Orchestrator?}) applied to the current spec. InstanceGroups,
+// TieredStorageConfig?, Orchestrator?, NodeProvisioningMode?}) applied to the current spec.
+// InstanceGroups,
 // required unless a cluster-wide field comes without it, lists every group of the current
 // spec, and only InstanceCount (and NodeRecovery, and TieredStorageConfig and Orchestrator,
 // each replacing the cluster's whole) may change; the result is validated like a new spec.

@@ -105,7 +105,10 @@ export function clusterView(name) {
       row.dataset.status = d.InstanceStatus.Status;
       fill(c[0], link(route('cluster', name, 'node', d.NodeName), d.NodeName,
                       { class: 'strong' }));
-      fill(c[1], h('span', { class: 'mono' }, d.InstanceId));
+      fill(c[1], h('span', { class: 'mono' }, d.InstanceId),
+           d.NodeLogicalId ? h('div', { class: 'mono muted small logical-id',
+                                        title: 'NodeLogicalId: kept through replacements' },
+                               d.NodeLogicalId) : null);
       fill(c[2], h('span', { title: d.Role ? 'Role: ' + d.Role : null }, d.InstanceGroupName));
       fill(c[3], badge(d.InstanceStatus.Status, d.InstanceStatus.Message));
       c[3].className = 'status';
@@ -135,8 +138,9 @@ export function clusterView(name) {
       h('td', { class: 'strong' }, g.InstanceGroupName),
       h('td', null, dash(g.Role)),
       h('td', null, g.InstanceType),
-      h('td', null, g.CurrentCount + ' / ' + g.TargetCount,
-        g.CurrentCount < g.TargetCount ? h('span', { class: 'muted' }, ' (filling)') : null),
+      h('td', { class: 'counts' }, g.CurrentCount + ' / ' + g.TargetCount,
+        g.ActiveOperations && g.ActiveOperations.Scaling
+          ? h('span', { class: 'muted scaling' }, ' (scaling)') : null),
       h('td', null, g.WarmSpares ? (g.CurrentWarmSpares || 0) + ' / ' + g.WarmSpares : '—'),
       h('td', null, dash(g.PartitionName)),
       h('td', null, g.HostPool ? 'hosts: ' + g.HostPool : 'local'),

@@ -43,6 +43,8 @@ export function nodeView(cluster, node) {
     const lc = d.LifeCycle || {};
     const rows = [
       ['Instance', h('span', { class: 'mono' }, d.InstanceId)],
+      ['Logical id', d.NodeLogicalId ? h('span', { class: 'mono logical-id' }, d.NodeLogicalId)
+                                     : h('span', { class: 'muted' }, 'none')],
       ['Group', d.InstanceGroupName + (d.Role && d.Role !== d.InstanceGroupName
         ? ' (' + d.Role + ')' : '')],
       ['Type', d.InstanceType],

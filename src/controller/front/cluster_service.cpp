@@ -211,6 +211,7 @@ Result<json> ClusterService::describe_cluster(const json& request) {
   reply.node_recovery = spec->node_recovery;
   if (spec->tiered_storage) reply.tiered_storage_config = spec->tiered_storage->to_api();
   if (spec->orchestrator) reply.orchestrator = spec->orchestrator->to_api();
+  if (spec->continuous) reply.node_provisioning_mode = "Continuous";
   reply.slurm_controller_node = layout.controller_node;
   reply.slurmctld_port = layout.slurmctld_port;
   reply.shared_folder = (config_.clusters_dir() / cluster->id / "fsx").string();
@@ -253,6 +254,7 @@ Result<json> ClusterService::update_cluster(const json& request) {
       std::string tier = spec::memory_store_setting(updated->tiered_storage);
       counts += "; TieredStorageConfig " + (tier.empty() ? std::string("Disable") : tier);
     }
+    if (updated->continuous != current->continuous) counts += "; NodeProvisioningMode Continuous";
     if (updated->orchestrator != current->orchestrator) {
       counts += std::string("; SlurmConfigStrategy ") +
                 name(spec::slurm_config_strategy(updated->orchestrator));

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <sys/random.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "api/node_contract.h"
@@ -101,7 +103,8 @@ bool NodeLauncher::failed_by_its_host(const std::string& cluster_id,
 }
 
 std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& cluster,
-                                                    const spec::ClusterLayout& layout) {
+                                                    const spec::ClusterLayout& layout,
+                                                    bool continuous) {
   auto rows = store_.instances(cluster.id, false);
   // Every slot has its NodeLogicalId before an instance is launched into it.
   auto logical_ids = sync_logical_ids(store_, cluster, layout);
@@ -118,7 +121,28 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
         last_failure = &r;
       }
     }
-    if (failures >= 2) {
+    std::string retry;
+    if (continuous) {
+      // Failures since the slot last had an instance that did not fail, however long ago.
+      failures = 0;
+      last_failure = nullptr;
+      for (auto r = rows.rbegin(); r != rows.rend(); ++r) {
+        if (r->node_name != slot.node_name || failed_by_its_host(cluster.id, *r)) continue;
+        if (r->status != NodeStatus::kFailure) break;
+        if (!last_failure) last_failure = &*r;
+        ++failures;
+      }
+      if (failures > 0) {
+        const double wait =
+            std::min(kLongestRetryWait, kFirstRetryWait * std::pow(2.0, failures - 1));
+        const double since = std::max(last_failure->launch_time, last_failure->terminated_at);
+        if (ids::now_seconds() - since < wait) continue;
+        retry = fmt::format("try {} after {} failure{} (NodeProvisioningMode Continuous; {:g} s "
+                            "after the last): {}",
+                            failures + 1, failures, failures == 1 ? "" : "s", wait,
+                            last_failure->message);
+      }
+    } else if (failures >= 2) {
       std::string message = slot.node_name + ": " + last_failure->message;
       if (!last_failure->lifecycle_tail.empty()) {
         message += "; last lines: " + last_failure->lifecycle_tail;
@@ -136,8 +160,9 @@ std::optional<std::string> NodeLauncher::fill_slots(const store::ClusterRow& clu
     row.agent_token = ids::new_token();
     row.lifecycle_status = LifecycleStatus::kNotStarted;
     if (logical_ids) row.logical_id = logical_ids->value(slot.node_name, "");
-    std::string description =
-        failures ? "retrying on a new instance after a failure" : "new instance";
+    std::string description = !retry.empty() ? retry
+                              : failures     ? "retrying on a new instance after a failure"
+                                             : "new instance";
     bool swapped = false;
     for (const auto& r : rows) {
       if (r.node_name == slot.node_name && r.message.rfind("replaced: ", 0) == 0 &&

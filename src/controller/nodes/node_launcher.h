@@ -22,6 +22,10 @@ namespace endure::controller {
 // repeats when it gives up on the node.
 inline constexpr const char* kWaitingForHost = "waiting for an Available host in pool ";
 
+// Continuous provisioning's backoff between tries of a slot whose launch failed.
+inline constexpr double kFirstRetryWait = 1.0;     // seconds
+inline constexpr double kLongestRetryWait = 300.0;
+
 class NodeLauncher {
  public:
   NodeLauncher(store::Store& store, provider::NodeProvider& provider, const Config& config,
@@ -43,9 +47,11 @@ class NodeLauncher {
   // Gives every empty slot a Pending instance row; the slot of a replaced worker takes a
   // warm spare of its group instead, when one is ready. A slot whose second try failed fails the
   // cluster (a failure of the host it was given does not count): the message to fail it
-  // with is returned, and no row is added.
+  // with is returned, and no row is added. With continuous provisioning nothing fails the
+  // cluster: a slot is tried again after each failure, kFirstRetryWait after the first and
+  // twice as long after each next one, up to kLongestRetryWait.
   std::optional<std::string> fill_slots(const store::ClusterRow& cluster,
-                                        const spec::ClusterLayout& layout);
+                                        const spec::ClusterLayout& layout, bool continuous);
   // Launches every Pending instance that is not running yet, of the warm-spare slots or of
   // the others (spares); adopts one a dead controller launched; retires one that stopped
   // during creation.

@@ -63,7 +63,8 @@ const std::vector<Sample>& samples() {
        R"("HostPool":"rack-a","WarmSpares":1}],)"
        R"("NodeRecovery":"None","TieredStorageConfig":{"Mode":"Enable",)"
        R"("InstanceMemoryAllocationPercentage":20},)"
-       R"("Orchestrator":{"Slurm":{"SlurmConfigStrategy":"Merge"}},"Tags":[],"VpcConfig":{},)"
+       R"("Orchestrator":{"Slurm":{"SlurmConfigStrategy":"Merge"}},)"
+       R"("NodeProvisioningMode":"Continuous","Tags":[],"VpcConfig":{},)"
        R"("SharedFileSystem":{"DnsName":"fs"}})",
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}", round_trip<CreateClusterReply>,
        ARN, ""},
@@ -77,6 +78,7 @@ const std::vector<Sample>& samples() {
        R"("PartitionName":"dev","HostPool":"rack-a","WarmSpares":1,"SlurmConfig":)"
        R"({"NodeType":"Compute"}}],"NodeRecovery":)"
        R"("Automatic","TieredStorageConfig":{"Mode":"Disable"},"Orchestrator":{"Slurm":{}},)"
+       R"("NodeProvisioningMode":"Continuous",)"
        R"("SlurmControllerNode":)"
        R"("controller-0","SlurmctldPort":6817,"SharedFolder":"/e/clusters/c-1/fsx"})",
        R"({"ClusterArn":"a","ClusterId":"c-1","ClusterName":"ml","ClusterStatus":"InService",)"
@@ -109,7 +111,7 @@ const std::vector<Sample>& samples() {
        R"(,"ThreadsPerCore":1}],"NodeRecovery":"None","TieredStorageConfig":{"Mode":"Enable",)"
        R"("InstanceMemoryAllocationPercentage":0},)"
        R"("Orchestrator":{"Slurm":{"SlurmConfigStrategy":"Overwrite"}},)"
-       R"("SharedFileSystem":{"DnsName":"fs"}})",
+       R"("NodeProvisioningMode":"Continuous","SharedFileSystem":{"DnsName":"fs"}})",
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC "}]}", round_trip<UpdateClusterReply>,
        ARN, ""},
       {kUpdateClusterSoftware, round_trip<UpdateClusterSoftwareRequest>,

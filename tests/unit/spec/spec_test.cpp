@@ -467,7 +467,8 @@ TEST(SpecTest, UnknownFieldRuleListsKnownFields) {
   std::vector<FieldError> errors = validate_cluster_spec(json::parse(with_top(R"("Foo":1)")));
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].rule.rfind("is not a known field; known: ClusterName, InstanceGroups, "
-                                 "NodeRecovery, TieredStorageConfig, Orchestrator, Tags",
+                                 "NodeRecovery, TieredStorageConfig, Orchestrator, "
+                                 "NodeProvisioningMode, Tags",
                                  0),
             0u)
       << errors[0].rule;
@@ -717,8 +718,8 @@ TEST(SpecUpdateTest, ChangesTieredStorageAloneOrWithTheGroupsAndKeepsItWhenLeftO
             "TieredStorageConfig.InstanceMemoryAllocationPercentage: must be an integer from 0 "
             "to 100");
   EXPECT_EQ(apply_cluster_update(current_spec(), {{"ClusterName", "ml-cluster"}}).error().message,
-            "InstanceGroups: is required unless NodeRecovery, TieredStorageConfig or "
-            "Orchestrator is given");
+            "InstanceGroups: is required unless NodeRecovery, TieredStorageConfig, Orchestrator "
+            "or NodeProvisioningMode is given");
 }
 
 TEST(SpecUpdateTest, RejectsMissingGroup) {
@@ -790,6 +791,28 @@ TEST(SpecTest, AClusterMayFillItsLayout) {
                                              "}"));
   ASSERT_TRUE(spec.ok()) << spec.error().message;
   EXPECT_EQ(spec->groups.size(), static_cast<size_t>(kMaxInstanceGroups));
+}
+
+TEST(SpecTest, NodeProvisioningModeIsContinuousOrAbsentAndAnUpdateTurnsItOn) {
+  auto on = parse_cluster_spec(json::parse(with_top(R"("NodeProvisioningMode":"Continuous")")));
+  ASSERT_TRUE(on) << on.error().message;
+  EXPECT_TRUE(on->continuous);
+  EXPECT_EQ(on->to_json()["NodeProvisioningMode"], "Continuous");
+  EXPECT_FALSE(current_spec().continuous);
+  EXPECT_FALSE(current_spec().to_json().contains("NodeProvisioningMode"));
+  for (const char* bad : {R"("continuous")", R"("Batch")", "1", "null", R"("")"}) {
+    EXPECT_EQ(describe(validate_cluster_spec(
+                  json::parse(with_top(std::string(R"("NodeProvisioningMode":)") + bad)))),
+              "NodeProvisioningMode: must be Continuous")
+        << bad;
+  }
+  auto updated = apply_cluster_update(
+      current_spec(), {{"ClusterName", "ml-cluster"}, {"NodeProvisioningMode", "Continuous"}});
+  ASSERT_TRUE(updated) << updated.error().message;
+  EXPECT_TRUE(updated->continuous);
+  auto kept = apply_cluster_update(*updated, {{"ClusterName", "ml-cluster"}, {"NodeRecovery", "None"}});
+  ASSERT_TRUE(kept);
+  EXPECT_TRUE(kept->continuous);
 }
 
 }  // namespace
