@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # GET /metrics on endured with a 5-node local cluster (1 controller + 4 workers): 1,000
 # scrapes back to back, renders past the collector's cache, and a trivial GET on the same
-# server as the machine's own floor (scrape.py does the timing).
+# server as the machine's own floor (scrape.py does the timing); then how long Debian's
+# Prometheus, scraping every second, takes to see a deleted worker leave Running after the
+# API shows it, against one scrape interval + the collector's cache (prometheus_lag.py;
+# LAG_ROUNDS workers, 3, or 1 with --smoke).
 #
 #   bash bench/metrics/run.sh          # SCRAPES (1000) scrapes, RENDERS (20) renders
 #   bash bench/metrics/run.sh --smoke  # 100 scrapes, 5 renders: a quick end-to-end check
 #
-# Env: SCRAPES, RENDERS, BENCH_PORT (endured's port, 7450), KEEP_HOME=1.
+# Env: SCRAPES, RENDERS, LAG_ROUNDS, BENCH_PORT (endured's port, 7450), KEEP_HOME=1.
 # Starts its own endured (private ENDURE_HOME under /tmp) and one cluster "bench-metrics",
 # deletes it and stops endured on exit, whatever happens. Progress goes to stderr; stdout
 # gets a table and, as its very last line, one JSON object. Target: under 5 ms a scrape.
@@ -24,7 +27,8 @@ for arg in "$@"; do
 done
 SCRAPES=${SCRAPES:-1000}
 RENDERS=${RENDERS:-20}
-if [ "$SMOKE" = 1 ]; then SCRAPES=100; RENDERS=5; fi
+LAG_ROUNDS=${LAG_ROUNDS:-3}
+if [ "$SMOKE" = 1 ]; then SCRAPES=100; RENDERS=5; LAG_ROUNDS=1; fi
 TARGET_MS=5
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 BIN=${BIN:-$REPO/build/bin}
@@ -100,4 +104,8 @@ for _ in $(seq 60); do
   sleep 1
 done
 log "scraping"
-python3 "$REPO/bench/metrics/scrape.py" "$PORT" "$SCRAPES" "$RENDERS" "$TARGET_MS" || exit 1
+python3 "$REPO/bench/metrics/scrape.py" "$PORT" "$SCRAPES" "$RENDERS" "$TARGET_MS" \
+  "$HOME_DIR/scrape.json" || exit 1
+log "Prometheus's lag"
+python3 "$REPO/bench/metrics/prometheus_lag.py" "$PORT" "$NAME" "$LAG_ROUNDS" \
+  "$HOME_DIR/scrape.json" || exit 1

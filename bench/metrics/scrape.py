@@ -1,11 +1,12 @@
 """Times GET /metrics on endured beside a trivial GET on the same server (the machine's own
 floor: the same HTTP stack, socket and client, no work), over one kept-alive connection.
 
-    python3 scrape.py PORT SCRAPES RENDERS TARGET_MS
+    python3 scrape.py PORT SCRAPES RENDERS TARGET_MS [FIGURES.json]
 
 SCRAPES back-to-back scrapes (most served from the collector's cache), then RENDERS scrapes
 spaced past the cache window (each renders afresh), then as many trivial GETs. Prints a
-table, and as its very last line one JSON object with every figure.
+table, and as its very last line one JSON object with every figure; with FIGURES.json, writes
+that object there instead (for a later step of run.sh to print with its own).
 """
 import http.client
 import json
@@ -77,7 +78,11 @@ def main():
         # The claim is per scrape: the mean of the 1,000, and an uncached render's median.
         "target_met": rows["scrape"]["mean_ms"] < target_ms and rows["render"]["median_ms"] < target_ms,
     }
-    print(json.dumps(figures))
+    if len(sys.argv) > 5:
+        with open(sys.argv[5], "w") as f:
+            json.dump(figures, f)
+    else:
+        print(json.dumps(figures))
 
 
 if __name__ == "__main__":

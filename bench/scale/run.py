@@ -12,6 +12,11 @@ resident memory, SQLite commits per second, the oldest heartbeat of a live node,
 /metrics, beside the peers' documented detection times. Simulated: the machines and their
 Slurm (bench/scale/simulated_slurm.h). Real: endured, its store, its HTTP server, the agent
 protocol. The last line of stdout is one JSON object.
+
+Exit status: 0 when every size ran whole (the targets met or not: they are figures);
+1 when a run broke what the figures rest on: the swarm exited non-zero, a sample of endured
+failed, a silence was not made or endured never declared a silenced node unhealthy, or a
+heartbeat was not answered 200. The JSON's "failures" names each one.
 """
 import argparse
 import json
@@ -147,7 +152,7 @@ class Sampler(threading.Thread):
                 if time.monotonic() >= next_api:
                     next_api = time.monotonic() + self.every
                     self.sample_api()
-            except Exception as e:  # noqa: BLE001 - a failed sample is reported, not fatal
+            except Exception as e:  # noqa: BLE001 - kept, and the run fails at its end (broken)
                 self.errors.append(str(e))
             self.stop.wait(1.0)
 
@@ -269,12 +274,14 @@ def run_size(args, n, port):
         cpu0, commits0, t0 = proc_cpu_seconds(endured.pid), commits(api), time.monotonic()
         sampler = Sampler(endured.pid, api, clusters, os.path.join(sim, "off"), args.api_every)
         sampler.start()
-        swarm.wait(timeout=args.seconds + args.warmup + args.setup_timeout + 60)
+        swarm_exit = swarm.wait(timeout=args.seconds + args.warmup + args.setup_timeout + 60)
         sampler.stop.set()
         sampler.join()
         elapsed = time.monotonic() - t0
         cpu = (proc_cpu_seconds(endured.pid) - cpu0) / elapsed
         commit_rate = (commits(api) - commits0) / elapsed
+        if swarm_exit != 0 and not os.path.exists(out):
+            raise RuntimeError("endure-scale-swarm exited %d and wrote no results" % swarm_exit)
         with open(out) as f:
             result = json.load(f)
         detected = detections(api, clusters, result["silences"])
@@ -301,6 +308,8 @@ def run_size(args, n, port):
             "describe_cluster_ms": round(percentile(sampler.describe_ms, 50), 1),
             "metrics_ms": round(percentile(sampler.metrics_ms, 50), 1),
             "sample_errors": len(sampler.errors),
+            "swarm_exit": swarm_exit,
+            "silences_missed": result.get("silences_missed", 0),
         }
         if sampler.errors:
             log("sample errors:", sampler.errors[:3])
@@ -355,6 +364,9 @@ def main():
         rows.append(run_size(args, n, args.port))
         log("N=%d:" % n, json.dumps(rows[-1]))
     print_table(rows)
+    failures = [f for row in rows for f in broken(row, args.silences)]
+    for f in failures:
+        log("FAILED:", f)
     largest = rows[-1]
     checks = {
         "oldest_heartbeat_ok": (largest["oldest_heartbeat_s"] or 1e9) <= TARGETS["oldest_heartbeat_s"],
@@ -369,8 +381,29 @@ def main():
               "detection_vs_slurm_300s": round(300.0 / p50, 1) if p50 else None}
     print(json.dumps({"bench": "scale", "simulated": "machines and their Slurm",
                       "rows": rows, "targets_at_largest": TARGETS, "checks": checks,
-                      "peers_detection": peers, "ratios": ratios}))
-    return 0
+                      "peers_detection": peers, "ratios": ratios, "failures": failures}))
+    return 1 if failures else 0
+
+
+def broken(row, silences):
+    """What in a size's run breaks the figures it promises, in words (none: it ran whole).
+    The targets are not here: a run that misses one still measured it."""
+    n = row["nodes"]
+    out = []
+    if row["swarm_exit"] != 0:
+        out.append("N=%d: endure-scale-swarm exited %s" % (n, row["swarm_exit"]))
+    if row["sample_errors"]:
+        out.append("N=%d: %d samples of endured failed" % (n, row["sample_errors"]))
+    if row["silences"] != silences or row["silences_missed"]:
+        out.append("N=%d: %d of %d silences made (%d missed)"
+                   % (n, row["silences"], silences, row["silences_missed"]))
+    if row["detected"] != row["silences"]:
+        out.append("N=%d: endured detected %d of %d silences"
+                   % (n, row["detected"], row["silences"]))
+    if row["heartbeat_errors"]:
+        out.append("N=%d: %d heartbeats or reports not answered 200"
+                   % (n, row["heartbeat_errors"]))
+    return out
 
 
 def print_table(rows):

@@ -41,19 +41,44 @@ def wait_for(what, pred, timeout=30.0, interval=0.2):
                   + (f" (last error: {last_error})" if last_error else ""))
 
 
+def in_ci():
+    """True when the variable CI is set to anything but "", "0" or "false": there the
+    prerequisites are what scripts/setup.sh installs, and a missing one is a failure."""
+    return os.environ.get("CI", "") not in ("", "0", "false")
+
+
+def browser_paths():
+    """(chromium, chromedriver): on the PATH, else where Debian's packages put them."""
+    return (shutil.which("chromium") or "/usr/bin/chromium",
+            shutil.which("chromedriver") or "/usr/bin/chromedriver")
+
+
+def missing_browser():
+    """Why the browser cannot be tried at all (selenium, Chromium or its driver not
+    installed: scripts/setup.sh installs all three), or "" when they are all there."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError as e:
+        return f"python3-selenium is not installed ({e})"
+    for path in browser_paths():
+        if not os.access(path, os.X_OK):
+            return f"{path} is not installed"
+    return ""
+
+
 def start_browser():
-    """Headless Chromium at exactly 1280x800, or the reason it cannot start."""
+    """Headless Chromium at exactly 1280x800. Raises whatever selenium raises when a browser
+    that is installed does not start (a broken driver, a version mismatch)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
+    chromium, chromedriver = browser_paths()
     options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    options.binary_location = chromium
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 f"--window-size={WIDTH},{HEIGHT}", "--hide-scrollbars=false"):
         options.add_argument(arg)
-    driver = webdriver.Chrome(
-        service=Service(shutil.which("chromedriver") or "/usr/bin/chromedriver"),
-        options=options)
+    driver = webdriver.Chrome(service=Service(chromedriver), options=options)
     # The viewport itself, not the window around it, is 1280x800.
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
                            {"width": WIDTH, "height": HEIGHT, "deviceScaleFactor": 1,

@@ -9,7 +9,9 @@ timeline; training metrics reported the way endure-train reports them draw their
 Every page is screenshotted into the artifact folder, and none may show an error, a blank
 panel or a horizontal scrollbar. Deletes the cluster and stops endured, also on failure.
 
-Exits 77 (ctest's SKIP_RETURN_CODE) only when Chromium cannot start.
+Exits 77 (ctest's SKIP_RETURN_CODE) only when selenium, Chromium or chromedriver is not
+installed, and never under CI (CI=true), where scripts/setup.sh has installed them: there,
+as everywhere for a browser that is installed but does not start, it fails.
 
     sudo flock /tmp/endure-cluster.lock tests/browser/console_test.py [--build build]
 """
@@ -22,8 +24,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from console_harness import (ROOT, Console, Endured, Failure, log, node_rows,  # noqa: E402
-                             start_browser, wait_for)
+from console_harness import (ROOT, Console, Endured, Failure, in_ci, log,  # noqa: E402
+                             missing_browser, node_rows, start_browser, wait_for)
 
 SKIP = 77
 SPEC = Path(__file__).resolve().parent / "cluster.json"
@@ -34,7 +36,7 @@ TRAINING_JOB = 4242
 
 def report_training(endured):
     """Training lines for one job as endure-train's rank 0 reports them: a first try, a
-    fault, a resume from the step-40 checkpoint. False when this endured takes none."""
+    fault, a resume from the step-40 checkpoint. A Failure when endured refuses them."""
     t0 = time.time() - 400
 
     def step(n, resume, t):
@@ -61,10 +63,11 @@ def report_training(endured):
     status, reply = endured.api("ReportTrainingMetrics", {
         "ClusterName": CLUSTER, "JobId": TRAINING_JOB, "Records": records})
     if status != 200:
-        log(f"ReportTrainingMetrics: HTTP {status} {reply}: the training page is not checked")
-        return False
+        raise Failure(f"ReportTrainingMetrics with the operator token: HTTP {status} {reply}")
+    if reply.get("Accepted") != len(records):
+        raise Failure(f"ReportTrainingMetrics took {reply.get('Accepted')} of {len(records)} "
+                      f"records: {reply}")
     log(f"reported {reply.get('Accepted')} training records for job {TRAINING_JOB}")
-    return True
 
 
 def run(console, endured):
@@ -245,28 +248,31 @@ def run(console, endured):
     def deep_check_done():
         events = endured.ok("ListClusterEvents", {"ClusterName": CLUSTER, "NodeName": other,
                                                   "AfterEventId": mark})["Events"]
-        return next((e["EventType"] for e in events
+        return next((e for e in events
                      if e["EventType"] in ("DeepHealthCheckPassed", "DeepHealthCheckFailed")), None)
-    verdict = wait_for(f"{other}'s deep health check to end", deep_check_done, 240, 1)
+    ended = wait_for(f"{other}'s deep health check to end", deep_check_done, 240, 1)
+    verdict = ended["EventType"]
     log(f"deep health check of {other}: {verdict}")
+    # The other worker is healthy: its deep check passes (a failed one would replace it).
+    if verdict != "DeepHealthCheckPassed":
+        raise Failure(f"the deep health check of the healthy {other} ended {verdict}: "
+                      f"{ended.get('Description', '')}")
     wait_for(f"{verdict} in {other}'s lifecycle", lambda: verdict in console.one("#node-view").text)
     console.check_page("10-node-deep-checked")
 
     # Jobs and training: the training run's curves.
-    has_training = report_training(endured)
+    report_training(endured)
     console.go(f"#/cluster/{CLUSTER}/jobs")
     console.loaded("jobs-view")
-    if has_training:
-        console.one(f'tr[data-job="{TRAINING_JOB}"]')
+    console.one(f'tr[data-job="{TRAINING_JOB}"]')
     console.check_page("11-jobs")
-    if has_training:
-        console.one(f'tr[data-job="{TRAINING_JOB}"] a').click()
-        console.loaded("training-view")
-        for chart in ("#loss-chart", "#rate-chart"):
-            console.one(chart + " svg path.line")
-        if not console.by_css("#loss-chart .marker"):
-            raise Failure("the resume is not marked on the loss chart")
-        console.check_page("12-training")
+    console.one(f'tr[data-job="{TRAINING_JOB}"] a').click()
+    console.loaded("training-view")
+    for chart in ("#loss-chart", "#rate-chart"):
+        console.one(chart + " svg path.line")
+    if not console.by_css("#loss-chart .marker"):
+        raise Failure("the resume is not marked on the loss chart")
+    console.check_page("12-training")
 
     # Log out: back to the form, and the token is gone.
     console.one("#logout").click()
@@ -292,12 +298,19 @@ def main():
         print("console_test: needs root (endured's local nodes are Linux namespaces)")
         return 1
 
+    missing = missing_browser()
+    if missing and in_ci():
+        print(f"FAIL: {missing}, and CI is set: scripts/setup.sh installs it")
+        return 1
+    if missing:
+        print(f"SKIP: {missing} (scripts/setup.sh installs it), so the console is not tested")
+        return SKIP
     try:
         driver = start_browser()
-    except Exception as e:  # selenium missing, Chromium or its driver missing or failing
-        print(f"SKIP: Chromium cannot start, so the console is not tested: "
+    except Exception as e:  # installed, and does not start: a broken browser or driver
+        print(f"FAIL: Chromium is installed but does not start: "
               f"{type(e).__name__}: {str(e).strip()[:500]}")
-        return SKIP
+        return 1
 
     endured = Endured(build)
     failed = True

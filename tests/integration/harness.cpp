@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -77,9 +78,19 @@ void Endured::start(const std::string& crash_at) {
 
 bool Endured::wait_exit(std::chrono::milliseconds timeout) {
   if (pid_ <= 0) return true;
-  bool gone = wait_until([&] { return waitpid(pid_, nullptr, WNOHANG) == pid_; }, timeout);
-  if (gone) pid_ = 0;
-  return gone;
+  int status = 0;
+  bool gone = wait_until([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, timeout);
+  if (!gone) return false;
+  pid_ = 0;
+  // A crash point kills with SIGKILL (common/crash_point.cpp): an exit, or another signal
+  // (an abort, a segfault), is endured ending somewhere else.
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) return true;
+  ADD_FAILURE() << "endured ended, but not at its crash point: "
+                << (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                                      : std::string("signal ") + strsignal(WTERMSIG(status)))
+                << "; its log:\n"
+                << fs::tail_lines((home_ / "endured.log").string(), 40);
+  return false;
 }
 
 void Endured::kill9() {

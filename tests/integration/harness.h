@@ -33,7 +33,8 @@ class Endured {
   // crash_at: a crash point (see common/crash_point.h) at which endured kills itself.
   void start(const std::string& crash_at = "");
   void kill9();  // SIGKILL, as a crash
-  // Waits for endured to exit by itself (at a crash point); true when it did.
+  // Waits for endured to end at its crash point: true when it was killed by SIGKILL, as
+  // crash_point() kills; an exit or another signal fails the test, saying which, and false.
   bool wait_exit(std::chrono::milliseconds timeout);
   void stop();   // SIGTERM and wait
   bool running() const { return pid_ > 0; }

@@ -1,7 +1,7 @@
 // endured's /metrics scraped by Debian's real Prometheus (1 s scrape interval): the node
-// counts follow a replacement within about one scrape, and the cluster's up-style and
-// Slurm metrics are there. Prometheus runs on loopback with its own config and storage,
-// and is stopped by its pid.
+// counts follow a replacement and a deletion (how soon: bench/metrics/prometheus_lag.py),
+// and the cluster's up-style and Slurm metrics are there. Prometheus runs on loopback with
+// its own config and storage, and is stopped by its pid.
 #include <fcntl.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -159,8 +159,8 @@ TEST_F(Metrics, PrometheusSeesNodesRecoveriesAndSlurm) {
   EXPECT_TRUE(prom.wait_for(
       running, [](double v) { return v == 2; }, 10s));
 
-  // Pull a node for good: the API shows it leaving Running, and Prometheus about a scrape
-  // later.
+  // Pull a node for good: the API shows it leaving Running, and then Prometheus (how long
+  // after is bench/metrics' figure, prometheus_lag.py).
   auto now = nodes_by_name(e, name_);
   auto del = e.call("BatchDeleteClusterNodes",
                     {{"ClusterName", name_}, {"NodeIds", {now["worker-1"].id}}});
@@ -171,12 +171,9 @@ TEST_F(Metrics, PrometheusSeesNodesRecoveriesAndSlurm) {
         return nodes.count("worker-1") == 0 || nodes["worker-1"].status != "Running";
       },
       30s));
-  auto seen = prom.wait_for(
-      running, [](double v) { return v == 1; }, 10s);
-  ASSERT_TRUE(seen) << "Prometheus never saw the node leave Running";
-  // One scrape interval (1 s), plus the collector's 0.5 s cache and this test's polling.
-  EXPECT_LE(*seen, 2.5) << "seen after " << *seen << " s";
-  std::printf("[metrics] node out of Running seen by Prometheus %.2f s after the API\n", *seen);
+  ASSERT_TRUE(prom.wait_for(
+      running, [](double v) { return v == 1; }, 10s))
+      << "Prometheus never saw the node leave Running";
   // It stays out: the series reads 1 from now on.
   std::this_thread::sleep_for(2s);
   EXPECT_EQ(prom.query(running), 1.0);

@@ -8,7 +8,9 @@
 #include <functional>
 
 #include "auto_resume_fixture.h"
+#include "s3/lifecycle_cache.h"
 #include "s3/s3_client.h"
+#include "support/ci.h"
 #include "support/s3_server.h"
 #include "support/scoped_env.h"
 #include "support/temp_dir.h"
@@ -221,7 +223,7 @@ TEST_F(LlamaAutoResume, OnAnotherNodeTheStepIsReRunInPlace) {
 // it from the same lifecycle snapshot, and the replacement's disk is empty, so the trainer
 // resumes from S3, every re-made step with the first run's loss.
 TEST_F(LlamaAutoResume, WithLifecycleAndCheckpointsInS3TheReplacementResumesFromTheBucket) {
-  if (auto why = S3Server::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  if (auto why = S3Server::unavailable_reason(); !why.empty()) SKIP_UNLESS_CI(why);
   constexpr const char* kBucket = "endure-e2e";
   S3Server server({kBucket});
   ASSERT_TRUE(server.start());
@@ -277,9 +279,19 @@ TEST_F(LlamaAutoResume, WithLifecycleAndCheckpointsInS3TheReplacementResumesFrom
   EXPECT_EQ(starts_[1]["resumed_tier"], "s3") << starts_[1].dump();
   EXPECT_EQ(starts_[1]["slurm_restart_count"], 1) << starts_[1].dump();
   // Every node, the replacement too, ran the bucket's scripts from the snapshot endured
-  // took at creation.
-  std::error_code ec;
-  EXPECT_FALSE(std::filesystem::is_empty(e_->home() / "lifecycle-s3", ec));
+  // took at creation: one snapshot (the bucket never changed), holding the scripts put there.
+  const auto cache = e_->home() / "lifecycle-s3";
+  ASSERT_TRUE(std::filesystem::is_directory(cache)) << cache << ": no s3:// source was fetched";
+  std::vector<std::filesystem::path> snapshots;
+  for (const auto& source : std::filesystem::directory_iterator(cache)) {
+    if (!source.is_directory()) continue;
+    for (const auto& snapshot : std::filesystem::directory_iterator(source.path())) {
+      if (s3::is_lifecycle_snapshot(snapshot.path())) snapshots.push_back(snapshot.path());
+    }
+  }
+  ASSERT_EQ(snapshots.size(), 1u) << "snapshots under " << cache;
+  EXPECT_EQ(read_text(snapshots[0] / "on_create.sh"),
+            read_text(base_lifecycle_dir() / "on_create.sh"));
   auto nodes = e_->call("ListClusterNodes", {{"ClusterName", name_}});
   ASSERT_TRUE(nodes.ok()) << nodes.error().message;
   for (const auto& n : (*nodes)["ClusterNodeSummaries"]) {

