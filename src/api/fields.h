@@ -114,6 +114,7 @@ inline constexpr const char* kResume = "Resume";
 inline constexpr const char* kResumeCount = "ResumeCount";
 inline constexpr const char* kResumes = "Resumes";
 inline constexpr const char* kRole = "Role";
+inline constexpr const char* kScheduledUpdateConfig = "ScheduledUpdateConfig";
 inline constexpr const char* kSecondsSinceHeartbeat = "SecondsSinceHeartbeat";
 inline constexpr const char* kSharedFolder = "SharedFolder";
 inline constexpr const char* kSharedFileSystem = "SharedFileSystem";

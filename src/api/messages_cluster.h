@@ -117,6 +117,8 @@ struct InstanceGroupSpec {
   std::optional<std::string> host_pool;          // endure's: the pool its nodes come from
   std::optional<int> warm_spares;                // endure's: spares kept ready (default 0)
   std::optional<ClusterSlurmConfig> slurm_config;  // absent: provisioning_parameters.json
+  // {ScheduleExpression, DeploymentConfig?}, read by spec::read_scheduled_update.
+  std::optional<json> scheduled_update_config;
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kInstanceGroupName, s.instance_group_name);
@@ -127,6 +129,7 @@ struct InstanceGroupSpec {
     v(field::kExecutionRole, s.execution_role);
     v(field::kInstanceStorageConfigs, s.instance_storage_configs);
     v(field::kSlurmConfig, s.slurm_config);
+    v(field::kScheduledUpdateConfig, s.scheduled_update_config);
     v(field::kHostPool, s.host_pool);
     v(field::kWarmSpares, s.warm_spares);
   }
@@ -208,6 +211,7 @@ struct InstanceGroupDetails {
   std::optional<ClusterSlurmConfig> slurm_config;  // as CreateCluster gave it
   // {"Scaling": 1} while the group has fewer nodes Running than TargetCount; absent else.
   std::optional<json> active_operations;
+  std::optional<json> scheduled_update_config;  // as last given
   template <class S, class V>
   static void fields(S& s, V&& v) {
     v(field::kInstanceGroupName, s.instance_group_name);
@@ -223,6 +227,7 @@ struct InstanceGroupDetails {
     v(field::kCurrentWarmSpares, s.current_warm_spares);
     v(field::kSlurmConfig, s.slurm_config);
     v(field::kActiveOperations, s.active_operations);
+    v(field::kScheduledUpdateConfig, s.scheduled_update_config);
   }
   json to_json() const;
   static Result<InstanceGroupDetails> from_json(const json& in);

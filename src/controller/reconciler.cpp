@@ -140,6 +140,7 @@ void Reconciler::reconcile_cluster(const store::ClusterRow& cluster) {
   deep_checks_.reconcile(cluster, view);
   // A replacement leaves its slot empty: fill it in the next pass, not a period later.
   if (recovery_.reconcile(cluster, parsed->spec, layout, view)) wake();
+  if (software_updates_.start_scheduled(cluster, parsed->spec)) wake();
   if (software_updates_.reconcile(cluster, layout, view)) wake();
   auto_resume_.reconcile(cluster, view);
   // A warm spare's refill is background work: bootstrapping its host over SSH takes a

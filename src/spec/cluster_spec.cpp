@@ -179,6 +179,7 @@ struct ListedGroup {
   bool pool_given = false;     // HostPool likewise
   bool spares_given = false;   // WarmSpares likewise
   bool slurm_given = false;    // SlurmConfig likewise
+  bool schedule_given = false;  // ScheduledUpdateConfig likewise
 };
 
 ListedGroup check_group(const json& group, const std::string& path, Errors& errors) {
@@ -236,6 +237,8 @@ ListedGroup check_group(const json& group, const std::string& path, Errors& erro
 
   out.slurm_given = group.contains(F::kSlurmConfig);
   out.spec.slurm = read_slurm_config(group, path, errors);
+  out.schedule_given = group.contains(F::kScheduledUpdateConfig);
+  out.spec.scheduled_update = read_scheduled_update(group, path, errors);
 
   auto role = group.find(F::kExecutionRole);
   if (role != group.end() && !role->is_string()) {
@@ -450,6 +453,8 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
                             ")"});
     }
     next.groups[index].instance_count = listed.spec.instance_count;
+    // Given, a schedule replaces the group's; left out, the group keeps its own.
+    if (listed.schedule_given) next.groups[index].scheduled_update = listed.spec.scheduled_update;
     // Left out, WarmSpares keeps its value too.
     if (listed.spares_given) next.groups[index].warm_spares = listed.spec.warm_spares;
   }
@@ -539,6 +544,7 @@ json ClusterSpec::to_json() const {
     if (!group.host_pool.empty()) g.host_pool = group.host_pool;
     if (group.warm_spares > 0) g.warm_spares = group.warm_spares;
     if (group.slurm) g.slurm_config = group.slurm->to_api();
+    if (group.scheduled_update) g.scheduled_update_config = group.scheduled_update->to_json();
     out.instance_groups.push_back(std::move(g));
   }
   out.node_recovery = node_recovery;

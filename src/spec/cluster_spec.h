@@ -13,6 +13,7 @@
 
 #include "common/json.h"
 #include "common/result.h"
+#include "spec/scheduled_update.h"
 #include "spec/shared_fs.h"
 #include "spec/slurm_topology.h"
 #include "spec/tiered_storage.h"
@@ -45,6 +46,9 @@ struct InstanceGroupSpec {
   // SlurmConfig: the group's Slurm role (spec/slurm_topology.h). Absent: the lifecycle
   // folder's provisioning_parameters.json gives the roles.
   std::optional<SlurmGroupConfig> slurm;
+  // ScheduledUpdateConfig: when endured updates the group's software by itself, in
+  // rolling batches (controller/nodes/scheduled_updates.h). Absent: never.
+  std::optional<ScheduledUpdateSpec> scheduled_update;
   // endure's own fields beside the cloud spec's:
   std::string host_pool;  // HostPool: the registered pool its nodes are drawn from; empty: local
   int warm_spares = 0;    // WarmSpares: nodes kept booted and checked, swapped in on a failure

@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS clusters (
   software_update TEXT NOT NULL DEFAULT 'null',
   removed_slots TEXT NOT NULL DEFAULT '{}',
   logical_ids TEXT NOT NULL DEFAULT '{}',
-  client_tokens TEXT NOT NULL DEFAULT '{}'
+  client_tokens TEXT NOT NULL DEFAULT '{}',
+  scheduled_updates TEXT NOT NULL DEFAULT '{}'
 );
 CREATE UNIQUE INDEX IF NOT EXISTS clusters_live_name ON clusters(name) WHERE status != 'Deleted';
 CREATE UNIQUE INDEX IF NOT EXISTS clusters_live_idx ON clusters(idx) WHERE status != 'Deleted';
@@ -134,6 +135,7 @@ const Columns<ClusterRow>& cluster_columns() {
       json_column("removed_slots", &R::removed_slots, is_object, json::object()),
       json_column("logical_ids", &R::logical_ids, is_object, json::object()),
       json_column("client_tokens", &R::client_tokens, is_object, json::object()),
+      json_column("scheduled_updates", &R::scheduled_updates, is_object, json::object()),
   };
   return columns;
 }
@@ -249,7 +251,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::string& path) {
       {"clusters",
        {"software_update TEXT NOT NULL DEFAULT 'null'", "removed_slots TEXT NOT NULL DEFAULT '{}'",
         "applied_memory_store TEXT NOT NULL DEFAULT ''", "logical_ids TEXT NOT NULL DEFAULT '{}'",
-        "client_tokens TEXT NOT NULL DEFAULT '{}'"}},
+        "client_tokens TEXT NOT NULL DEFAULT '{}'", "scheduled_updates TEXT NOT NULL DEFAULT '{}'"}},
       {"cluster_tokens", {"memory_store_token TEXT NOT NULL DEFAULT ''"}},
       {"auto_resumes", {"overlap INTEGER NOT NULL DEFAULT 0"}},
   };

@@ -44,6 +44,9 @@ struct ClusterRow {
   // {ClientToken: {"Request", "Added", "Failed", "Time"}}: BatchAddClusterNodes calls of
   // the last 8 hours, so that a call made again with its token adds nothing twice.
   json client_tokens = json::object();
+  // {group: {"Expression", "Since", "Last"}}: each group's ScheduledUpdateConfig as endured
+  // counts it, from when it was set (Since) and its last run (Last; null before the first).
+  json scheduled_updates = json::object();
   double created_at = 0;
   double updated_at = 0;
 };

@@ -192,6 +192,7 @@ Result<json> ClusterService::describe_cluster(const json& request) {
     if (auto p = params->partition_of(g.name); !p.empty()) entry.partition_name = p;
     if (!g.host_pool.empty()) entry.host_pool = g.host_pool;
     if (g.slurm) entry.slurm_config = g.slurm->to_api();
+    if (g.scheduled_update) entry.scheduled_update_config = g.scheduled_update->to_json();
     if (current != g.instance_count) entry.active_operations = json{{"Scaling", 1}};
     if (g.warm_spares > 0) {
       entry.warm_spares = g.warm_spares;

@@ -12,6 +12,7 @@
 #include "controller/core/health_monitor.h"
 #include "controller/slurm/slurm_in_node.h"
 #include "provider/node_provider.h"
+#include "spec/cluster_spec.h"
 #include "spec/layout.h"
 #include "store/store.h"
 
@@ -26,6 +27,13 @@ class SoftwareUpdateManager {
   // {ClusterName, InstanceGroups?, DeploymentConfig?} -> {ClusterArn}. The cluster must be
   // InService; it is SystemUpdating when this returns.
   Result<json> start(const json& request);
+
+  // A group's ScheduledUpdateConfig come due (controller/nodes/scheduled_updates.cpp): on
+  // an InService cluster with no update under way, starts the group's update as
+  // UpdateClusterSoftware would, with its DeploymentConfig, and records the run. A schedule
+  // that comes due while the cluster is busy runs once it is InService again. True when an
+  // update started.
+  bool start_scheduled(const store::ClusterRow& cluster, const spec::ClusterSpec& spec);
 
   // One pass over a SystemUpdating cluster: moves its nodes along, starts the next batch,
   // and closes the update when every node is done. True when the next pass should come soon.

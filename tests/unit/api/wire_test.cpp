@@ -60,6 +60,7 @@ const std::vector<Sample>& samples() {
        R"({"ClusterName":"ml","InstanceGroups":[)" GROUP_SPEC
        R"(,"ThreadsPerCore":1,"ExecutionRole":"arn:role","InstanceStorageConfigs":[],)"
        R"("SlurmConfig":{"NodeType":"Compute","PartitionNames":["dev"]},)"
+       R"x("ScheduledUpdateConfig":{"ScheduleExpression":"rate(1 day)"},)x"
        R"("HostPool":"rack-a","WarmSpares":1}],)"
        R"("NodeRecovery":"None","TieredStorageConfig":{"Mode":"Enable",)"
        R"("InstanceMemoryAllocationPercentage":20},)"

@@ -815,5 +815,37 @@ TEST(SpecTest, NodeProvisioningModeIsContinuousOrAbsentAndAnUpdateTurnsItOn) {
   EXPECT_TRUE(kept->continuous);
 }
 
+TEST(SpecTest, AScheduledUpdateIsReadEchoedAndReplacedOrKeptByAnUpdate) {
+  json schedule = {{"ScheduleExpression", "cron(0 3 ? * 1 *)"},
+                   {"DeploymentConfig",
+                    {{"RollingUpdatePolicy",
+                      {{"MaximumBatchSize", {{"Type", "INSTANCE_COUNT"}, {"Value", 1}}}}},
+                     {"WaitIntervalInSeconds", 0}}}};
+  json request = current_spec().to_json();
+  request["InstanceGroups"][1]["ScheduledUpdateConfig"] = schedule;
+  auto spec = parse_cluster_spec(request);
+  ASSERT_TRUE(spec) << spec.error().message;
+  ASSERT_TRUE(spec->groups[1].scheduled_update);
+  EXPECT_EQ(spec->to_json()["InstanceGroups"][1]["ScheduledUpdateConfig"], schedule);
+  EXPECT_EQ(spec->to_json(), request);
+
+  request["InstanceGroups"][1]["ScheduledUpdateConfig"]["ScheduleExpression"] = "cron(0 3 * * * *)";
+  EXPECT_NE(describe(validate_cluster_spec(request))
+                .find("InstanceGroups[1].ScheduledUpdateConfig.ScheduleExpression: "),
+            std::string::npos)
+      << describe(validate_cluster_spec(request));
+
+  json update = spec->to_json();
+  update.erase("NodeRecovery");
+  update["InstanceGroups"][1].erase("ScheduledUpdateConfig");
+  auto kept = apply_cluster_update(*spec, update);
+  ASSERT_TRUE(kept) << kept.error().message;
+  EXPECT_EQ(kept->groups[1].scheduled_update, spec->groups[1].scheduled_update);
+  update["InstanceGroups"][1]["ScheduledUpdateConfig"] = {{"ScheduleExpression", "rate(1 day)"}};
+  auto replaced = apply_cluster_update(*spec, update);
+  ASSERT_TRUE(replaced) << replaced.error().message;
+  EXPECT_EQ(replaced->groups[1].scheduled_update->schedule.text(), "rate(1 day)");
+}
+
 }  // namespace
 }  // namespace endure::spec
