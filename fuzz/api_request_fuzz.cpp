@@ -197,6 +197,8 @@ const Action kActions[] = {
     {api::kGetTrainingMetrics,
      [](const json& b) { (void)typed<api::GetTrainingMetricsRequest>(b); }},
     {api::kListClusterJobs, [](const json& b) { (void)typed<api::ListClusterJobsRequest>(b); }},
+    {api::kBatchAddClusterNodes,
+     [](const json& b) { (void)typed<api::BatchAddClusterNodesRequest>(b); }},
 };
 
 }  // namespace

@@ -20,10 +20,7 @@
 //                      1 up on seeing rank 1's step 2); reference: rank 0's wait() for the
 //                      same step when no rank skipped one, in the same round
 // Progress and errors go to stderr; exit 1 when a measurement could not be made.
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,6 +41,7 @@
 #include "endure/checkpoint.h"
 #include "s3/retry_policy.h"
 #include "s3/s3_client.h"
+#include "support/loopback_port.h"
 #include "support/s3_server.h"
 #include "support/temp_dir.h"
 
@@ -131,19 +129,11 @@ Clock::time_point kill_at_first_part(test::S3Server& server, const std::set<sfs:
   }
 }
 
-// A port on loopback where nothing listens (bound once to learn a free one, then closed).
+// A port on loopback where nothing listens.
 int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    fail("no loopback port");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  int port = test::unused_loopback_port();
+  if (port == 0) fail("no loopback port");
+  return port;
 }
 
 double unreachable() {

@@ -264,7 +264,6 @@ std::vector<ActionFields> all_actions() {
           kBatchReplaceClusterNodes),
       action<BatchDeleteClusterNodesRequest, BatchDeleteClusterNodesReply>(
           kBatchDeleteClusterNodes),
-      action<BatchAddClusterNodesRequest, BatchAddClusterNodesReply>(kBatchAddClusterNodes),
       action<StartClusterHealthCheckRequest, StartClusterHealthCheckReply>(
           kStartClusterHealthCheck),
       action<DebugInjectFaultRequest, DebugInjectFaultReply>(kDebugInjectFault),
@@ -284,6 +283,7 @@ std::vector<ActionFields> all_actions() {
       action<ListTrainingRunsRequest, ListTrainingRunsReply>(kListTrainingRuns),
       action<GetTrainingMetricsRequest, GetTrainingMetricsReply>(kGetTrainingMetrics),
       action<ListClusterJobsRequest, ListClusterJobsReply>(kListClusterJobs),
+      action<BatchAddClusterNodesRequest, BatchAddClusterNodesReply>(kBatchAddClusterNodes),
   };
 }
 

@@ -4,9 +4,7 @@
 // its own config and storage, and is stopped by its pid.
 #include <fcntl.h>
 #include <httplib.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,31 +12,16 @@
 #include <optional>
 
 #include "cluster_fixture.h"
+#include "support/loopback_port.h"
 
 namespace endure::test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A loopback port the kernel has just handed out (and taken back).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 class Prometheus {
  public:
-  Prometheus(const std::filesystem::path& dir, int endured_port) : port_(free_port()) {
+  Prometheus(const std::filesystem::path& dir, int endured_port) : port_(unused_loopback_port()) {
     std::filesystem::create_directories(dir / "data");
     std::ofstream(dir / "prometheus.yml")
         << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"

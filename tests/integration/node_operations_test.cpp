@@ -79,6 +79,12 @@ TEST_F(NodeOperations, DescribeClusterEventShowsOneEventAsTheListDoes) {
   auto missing = e.call("DescribeClusterEvent", {{"ClusterName", name_}, {"EventId", 999999}});
   ASSERT_FALSE(missing);
   EXPECT_EQ(missing.error().code, "ResourceNotFound");
+  // A MaxResults past 32 bits is refused, not wrapped (4294967297 would read as 1).
+  for (json max : {json(4294967297LL), json(10001), json(0), json(18446744073709551615ULL)}) {
+    auto listed = e.call("ListClusterEvents", {{"ClusterName", name_}, {"MaxResults", max}});
+    ASSERT_FALSE(listed) << max << ": " << listed->dump();
+    EXPECT_EQ(listed.error().message, "MaxResults: must be an integer from 1 to 10000") << max;
+  }
 }
 
 }  // namespace

@@ -4,9 +4,6 @@
 // objects, a server killed in the middle of an upload, and retries that stop at their bound.
 #include "s3/s3_client.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +21,7 @@
 
 #include "common/fs.h"
 #include "s3/s3_error.h"
+#include "support/loopback_port.h"
 #include "support/s3_fixture.h"
 #include "support/temp_dir.h"
 
@@ -350,22 +348,9 @@ TEST_F(S3ClientTest, ServerErrorsAreRetriedToTheirBound) {
   EXPECT_EQ(*mended, "bytes");
 }
 
-// A port on loopback where nothing listens (bound once to learn a free one, then closed).
-int closed_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 TEST(S3ClientRetries, StopAfterTheirBound) {
   S3Config config;
-  config.endpoint_url = "http://127.0.0.1:" + std::to_string(closed_port());
+  config.endpoint_url = "http://127.0.0.1:" + std::to_string(test::unused_loopback_port());
   config.path_style = true;
   config.credentials = {"AKID", "SECRET", ""};
   config.retry.max_attempts = 4;

@@ -299,10 +299,11 @@ Result<json> ClusterService::list_cluster_events(const json& request) {
   }
   if (request.contains(api::field::kMaxResults)) {
     const json& v = request[api::field::kMaxResults];
-    if (!v.is_number_integer() || v.get<int>() < 1 || v.get<int>() > 10000) {
+    // Compared as 64 bits: 4294967297 read as an int would wrap to 1 and pass.
+    if (!v.is_number_integer() || v.get<long long>() < 1 || v.get<long long>() > 10000) {
       return invalid("MaxResults: must be an integer from 1 to 10000");
     }
-    limit = v.get<int>();
+    limit = static_cast<int>(v.get<long long>());
   }
   if (request.contains(api::field::kNodeName)) {
     const json& v = request[api::field::kNodeName];

@@ -158,16 +158,6 @@ const std::vector<Sample>& samples() {
        R"({"Successful":["i-1"],"Failed":[{"NodeId":"i-2","Code":"InvalidNodeStatus",)"
        R"("Message":"controller"}]})",
        ""},
-      {kBatchAddClusterNodes, round_trip<BatchAddClusterNodesRequest>,
-       R"({"ClusterName":"ml","ClientToken":"t-1","NodesToAdd":[{"InstanceGroupName":"worker",)"
-       R"("IncrementTargetCountBy":2,"AvailabilityZones":[],"InstanceTypes":["ml.c5.xlarge"]}]})",
-       R"({"ClusterName":"ml","NodesToAdd":[{"InstanceGroupName":"worker",)"
-       R"("IncrementTargetCountBy":1}]})",
-       round_trip<BatchAddClusterNodesReply>,
-       R"({"Successful":[{"NodeLogicalId":"worker-2-0a1b2c3d","InstanceGroupName":"worker",)"
-       R"("Status":"Pending"}],"Failed":[{"InstanceGroupName":"gpu","ErrorCode":)"
-       R"("InstanceGroupNotFound","FailedCount":1,"Message":"no such group"}]})",
-       R"({"Successful":[],"Failed":[]})"},
       {kStartClusterHealthCheck, round_trip<StartClusterHealthCheckRequest>,
        R"({"ClusterName":"ml","NodeIds":["worker-0"]})", R"({"ClusterName":"ml"})",
        round_trip<StartClusterHealthCheckReply>,
@@ -253,6 +243,16 @@ const std::vector<Sample>& samples() {
        R"("Nodes":["worker-0"],"FaultTime":1767225610.5,"ReadyTime":1767225620.25,)"
        R"("Message":"job holds worker-0 again"}]})",
        R"({"Jobs":[]})"},
+      {kBatchAddClusterNodes, round_trip<BatchAddClusterNodesRequest>,
+       R"({"ClusterName":"ml","ClientToken":"t-1","NodesToAdd":[{"InstanceGroupName":"worker",)"
+       R"("IncrementTargetCountBy":2,"AvailabilityZones":[],"InstanceTypes":["ml.c5.xlarge"]}]})",
+       R"({"ClusterName":"ml","NodesToAdd":[{"InstanceGroupName":"worker",)"
+       R"("IncrementTargetCountBy":1}]})",
+       round_trip<BatchAddClusterNodesReply>,
+       R"({"Successful":[{"NodeLogicalId":"worker-2-0a1b2c3d","InstanceGroupName":"worker",)"
+       R"("Status":"Pending"}],"Failed":[{"InstanceGroupName":"gpu","ErrorCode":)"
+       R"("InstanceGroupNotFound","FailedCount":1,"Message":"no such group"}]})",
+       R"({"Successful":[],"Failed":[]})"},
   };
   return all;
 }
