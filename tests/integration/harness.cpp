@@ -62,6 +62,7 @@ void Endured::start(const std::string& crash_at) {
   std::string home_arg = "--home=" + home_.string();
   std::string port_arg = "--port=" + std::to_string(port_);
   std::string log = (home_ / "endured.log").string();
+  crash_at_ = crash_at;
   pid_t pid = fork();
   if (pid == 0) {
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -84,8 +85,12 @@ bool Endured::wait_exit(std::chrono::milliseconds timeout) {
   pid_ = 0;
   // A crash point kills with SIGKILL (common/crash_point.cpp): an exit, or another signal
   // (an abort, a segfault), is endured ending somewhere else.
-  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) return true;
-  ADD_FAILURE() << "endured ended, but not at its crash point: "
+  const std::string log = read_text((home_ / "endured.log").string());
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+      (crash_at_.empty() || log.find("endure: crash point " + crash_at_ + "\n") != std::string::npos)) {
+    return true;
+  }
+  ADD_FAILURE() << "endured ended, but not at its crash point " << crash_at_ << ": "
                 << (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
                                       : std::string("signal ") + strsignal(WTERMSIG(status)))
                 << "; its log:\n"

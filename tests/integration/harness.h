@@ -33,8 +33,9 @@ class Endured {
   // crash_at: a crash point (see common/crash_point.h) at which endured kills itself.
   void start(const std::string& crash_at = "");
   void kill9();  // SIGKILL, as a crash
-  // Waits for endured to end at its crash point: true when it was killed by SIGKILL, as
-  // crash_point() kills; an exit or another signal fails the test, saying which, and false.
+  // Waits for endured to end at its crash point: true when it was killed by SIGKILL after
+  // saying it reached that point, as crash_point() does; an exit, another signal or a
+  // SIGKILL without the line fails the test, saying which, and false.
   bool wait_exit(std::chrono::milliseconds timeout);
   void stop();   // SIGTERM and wait
   bool running() const { return pid_ > 0; }
@@ -61,6 +62,7 @@ class Endured {
   std::filesystem::path home_;
   int port_;
   int pid_ = 0;
+  std::string crash_at_;  // the crash point start() set, if any
 };
 
 // A CreateCluster request: one controller and `workers` workers of local.c2 with the
