@@ -57,8 +57,8 @@ void print_nodes(const json& reply, std::ostream& out);         // ListClusterNo
 void print_node(const json& reply, std::ostream& out);          // DescribeClusterNode
 void print_events(const json& reply, std::ostream& out);        // ListClusterEvents
 void print_log(const json& reply, std::ostream& out);           // GetClusterNodeLog
-void print_batch(const json& reply, std::ostream& out);
-void print_batch_add(const json& reply, std::ostream& out);  // BatchAddClusterNodes         // BatchReboot/Replace...
+void print_batch(const json& reply, std::ostream& out);         // BatchReboot/Replace...
+void print_batch_add(const json& reply, std::ostream& out);     // BatchAddClusterNodes
 void print_health_check(const json& reply, std::ostream& out);  // StartClusterHealthCheck
 void print_hosts(const json& reply, std::ostream& out);         // RegisterHostPools, ListHosts
 void print_host(const json& reply, std::ostream& out);          // ReturnHost

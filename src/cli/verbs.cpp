@@ -377,11 +377,12 @@ void add_batch_add_nodes(CLI::App& app, SessionPtr s, Selected selected) {
     auto built = request->build();
     json entries = json::array();
     for (const auto& a : *adds) {
-      auto eq = a.find('=');
+      const auto eq = a.find('=');
       int count = 0;
-      try {
-        count = eq == std::string::npos ? 0 : std::stoi(a.substr(eq + 1));
-      } catch (const std::exception&) {
+      if (eq != std::string::npos) {
+        // The whole of COUNT: "2x" is not 2.
+        auto [end, ec] = std::from_chars(a.data() + eq + 1, a.data() + a.size(), count);
+        if (ec != std::errc() || end != a.data() + a.size()) count = 0;
       }
       if (eq == std::string::npos || eq == 0 || count < 1) {
         built = usage("--nodes-to-add: must be GROUP=COUNT with COUNT a positive integer, not " + a);

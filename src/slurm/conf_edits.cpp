@@ -1,8 +1,10 @@
 #include "slurm/conf_edits.h"
 
+#include <strings.h>
+
 #include <algorithm>
-#include <cctype>
 #include <sstream>
+#include <string_view>
 
 #include "slurm/slurm_conf.h"
 
@@ -20,25 +22,12 @@ std::string unsealed(const std::string& text) {
   return text.substr(0, at) + (end == std::string::npos ? "" : text.substr(end + 1));
 }
 
-bool starts_with_key(const std::string& line, const std::string& key) {
-  if (line.size() < key.size()) return false;
-  for (size_t i = 0; i < key.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(line[i])) !=
-        std::tolower(static_cast<unsigned char>(key[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // "PartitionName=NAME ..." (slurm.conf's keys are case-insensitive): NAME, or "".
 std::string partition_of_line(const std::string& raw) {
-  std::string line = raw.substr(raw.find_first_not_of(" \t") == std::string::npos
-                                    ? raw.size()
-                                    : raw.find_first_not_of(" \t"));
-  const std::string key = "PartitionName=";
-  if (!starts_with_key(line, key)) return "";
-  std::string rest = line.substr(key.size());
+  constexpr std::string_view kKey = "PartitionName=";
+  const size_t start = std::min(raw.find_first_not_of(" \t"), raw.size());
+  if (::strncasecmp(raw.c_str() + start, kKey.data(), kKey.size()) != 0) return "";
+  const std::string rest = raw.substr(start + kKey.size());
   return rest.substr(0, rest.find_first_of(" \t"));
 }
 
@@ -66,16 +55,12 @@ std::vector<std::string> partition_names(const std::string& conf) {
   return out;
 }
 
-std::vector<std::string> added_partition_lines(const std::string& ours,
-                                               const std::string& edited) {
+std::vector<std::string> added_partition_lines(const std::string& ours, const std::string& edited) {
   const auto own = partition_names(ours);
   std::vector<std::string> out;
   for (const auto& line : lines_of(unsealed(edited))) {
     std::string name = partition_of_line(line);
-    std::string upper = name;
-    std::transform(upper.begin(), upper.end(), upper.begin(),
-                   [](unsigned char c) { return std::toupper(c); });
-    if (name.empty() || upper == "DEFAULT") continue;
+    if (name.empty() || ::strcasecmp(name.c_str(), "DEFAULT") == 0) continue;
     if (std::find(own.begin(), own.end(), name) == own.end()) out.push_back(line);
   }
   return out;

@@ -448,7 +448,7 @@ ClusterSpec check_update(const ClusterSpec& current, const json& request, Errors
     // Left out, SlurmConfig keeps the group's role; a role never changes under running nodes.
     if (listed.slurm_given && listed.spec.slurm != found->slurm) {
       errors.push_back({join_path(listed.path, F::kSlurmConfig),
-                        fixed + (found->slurm ? json(found->slurm->to_api().to_json()).dump()
+                        fixed + (found->slurm ? found->slurm->to_api().to_json().dump()
                                               : std::string("not set")) +
                             ")"});
     }

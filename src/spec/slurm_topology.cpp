@@ -1,7 +1,8 @@
 #include "spec/slurm_topology.h"
 
+#include <strings.h>
+
 #include <algorithm>
-#include <cctype>
 
 #include "spec/cluster_spec.h"
 
@@ -30,17 +31,18 @@ void check_partition_name(const std::string& name, const std::string& path,
     errors.push_back({path, "must be 1 to 1024 characters long"});
     return;
   }
-  bool ok = !name.empty() && is_ascii_alnum(name.front()) && is_ascii_alnum(name.back()) &&
-            std::all_of(name.begin(), name.end(), [](char c) { return is_ascii_alnum(c) || c == '-'; });
+  bool ok =
+      !name.empty() && is_ascii_alnum(name.front()) && is_ascii_alnum(name.back()) &&
+      std::all_of(name.begin(), name.end(), [](char c) { return is_ascii_alnum(c) || c == '-'; });
   if (!ok) {
-    errors.push_back({path, "must match [a-zA-Z0-9](-*[a-zA-Z0-9])* (letters, digits and hyphens, "
-                            "starting and ending with a letter or digit)"});
+    errors.push_back({path,
+                      "must match [a-zA-Z0-9](-*[a-zA-Z0-9])* (letters, digits and hyphens, "
+                      "starting and ending with a letter or digit)"});
     return;
   }
-  std::string upper = name;
-  std::transform(upper.begin(), upper.end(), upper.begin(),
-                 [](unsigned char c) { return std::toupper(c); });
-  if (upper == "DEFAULT") errors.push_back({path, "DEFAULT is reserved by Slurm"});
+  if (::strcasecmp(name.c_str(), "DEFAULT") == 0) {
+    errors.push_back({path, "DEFAULT is reserved by Slurm"});
+  }
 }
 
 }  // namespace
@@ -205,7 +207,8 @@ void check_slurm_topology(const ClusterSpec& spec, std::vector<FieldError>& erro
     errors.push_back({F::kInstanceGroups, "one group must have SlurmConfig.NodeType Controller"});
   }
   if (!compute) {
-    errors.push_back({F::kInstanceGroups, "at least one group must have SlurmConfig.NodeType Compute"});
+    errors.push_back(
+        {F::kInstanceGroups, "at least one group must have SlurmConfig.NodeType Compute"});
   }
 }
 

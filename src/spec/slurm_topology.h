@@ -32,7 +32,7 @@ inline constexpr size_t kMaxPartitionNameLength = 1024;  // the cloud's bound
 
 struct SlurmGroupConfig {
   api::SlurmNodeType node_type = api::SlurmNodeType::kCompute;  // NodeType
-  std::vector<std::string> partition_names;                      // PartitionNames, 0 or 1
+  std::vector<std::string> partition_names;                     // PartitionNames, 0 or 1
 
   // The partition a Compute group's nodes join; "" for the other types.
   std::string partition() const;

@@ -23,7 +23,8 @@ cd "$(dirname "$0")"
 if [ "${ENDURE_NODE_NAME}" = worker-1 ]; then
   tries=$(( $(cat /fsx/tries-worker-1 2>/dev/null || echo 0) + 1 ))
   echo "$tries" > /fsx/tries-worker-1
-  if [ "$tries" -le )SH" + std::to_string(failures) + R"SH( ]; then
+  if [ "$tries" -le )SH" +
+                       std::to_string(failures) + R"SH( ]; then
     echo "no fabric on ${ENDURE_NODE_NAME} (try $tries)"
     exit 3
   fi
@@ -69,8 +70,9 @@ TEST(ContinuousProvisioning, AFailingNodeIsTriedAgainWhileTheClusterServes) {
   if (scaling["CurrentCount"] == 2) {
     EXPECT_EQ(scaling["ActiveOperations"], (json{{"Scaling", 1}})) << scaling.dump();
   }
-  auto job = e.exec("it-cont", "controller-0",
-                    "timeout 60 srun -N1 -w worker-0 hostname; timeout 60 srun -N1 -w worker-2 hostname");
+  auto job =
+      e.exec("it-cont", "controller-0",
+             "timeout 60 srun -N1 -w worker-0 hostname; timeout 60 srun -N1 -w worker-2 hostname");
   EXPECT_EQ(job.out, "worker-0\nworker-2\n") << job.err;
 
   // worker-1 comes on its fourth try; the cluster never failed.

@@ -45,13 +45,12 @@ TEST(NodeAddition, TheSameClientTokenAddsOnceAndTheIdsOutliveAReplacement) {
   ASSERT_EQ(before.size(), 2u);
   for (const auto& [node, id] : before) EXPECT_EQ(id.rfind(node + "-", 0), 0u) << id;
 
-  const json request = {
-      {"ClusterName", "it-add"},
-      {"ClientToken", "add-two-workers"},
-      {"NodesToAdd",
-       {{{"InstanceGroupName", "worker"}, {"IncrementTargetCountBy", 2}},
-        {{"InstanceGroupName", "gpu"}, {"IncrementTargetCountBy", 1}},
-        {{"InstanceGroupName", "controller"}, {"IncrementTargetCountBy", 1}}}}};
+  const json request = {{"ClusterName", "it-add"},
+                        {"ClientToken", "add-two-workers"},
+                        {"NodesToAdd",
+                         {{{"InstanceGroupName", "worker"}, {"IncrementTargetCountBy", 2}},
+                          {{"InstanceGroupName", "gpu"}, {"IncrementTargetCountBy", 1}},
+                          {{"InstanceGroupName", "controller"}, {"IncrementTargetCountBy", 1}}}}};
   auto first = e.call("BatchAddClusterNodes", request);
   ASSERT_TRUE(first) << first.error().message;
   ASSERT_EQ((*first)["Successful"].size(), 2u) << first->dump();
@@ -69,7 +68,8 @@ TEST(NodeAddition, TheSameClientTokenAddsOnceAndTheIdsOutliveAReplacement) {
   auto again = e.call("BatchAddClusterNodes", request);
   ASSERT_TRUE(again) << again.error().message;
   std::set<std::string> answered;
-  for (const auto& s : (*again)["Successful"]) answered.insert(s["NodeLogicalId"].get<std::string>());
+  for (const auto& s : (*again)["Successful"])
+    answered.insert(s["NodeLogicalId"].get<std::string>());
   EXPECT_EQ(answered, added);
   ASSERT_EQ(e.wait_status("it-add", {"InService"}, 180s), "InService");
   EXPECT_EQ(sinfo_nodes(e, "it-add"), (std::set<std::string>{"worker-0", "worker-1", "worker-2"}));
@@ -103,7 +103,8 @@ TEST(NodeAddition, TheSameClientTokenAddsOnceAndTheIdsOutliveAReplacement) {
   auto node = e.call("DescribeClusterNode", {{"ClusterName", "it-add"}, {"NodeId", id}});
   ASSERT_TRUE(node) << node.error().message;
   std::string old_instance = (*node)["NodeDetails"]["InstanceId"];
-  auto replaced = e.call("BatchReplaceClusterNodes", {{"ClusterName", "it-add"}, {"NodeIds", {id}}});
+  auto replaced =
+      e.call("BatchReplaceClusterNodes", {{"ClusterName", "it-add"}, {"NodeIds", {id}}});
   ASSERT_TRUE(replaced);
   ASSERT_EQ((*replaced)["Successful"], json::array({id})) << replaced->dump();
   ASSERT_TRUE(wait_until(
@@ -116,12 +117,28 @@ TEST(NodeAddition, TheSameClientTokenAddsOnceAndTheIdsOutliveAReplacement) {
   EXPECT_EQ(logical_ids(e, "it-add")["worker-1"], id);
 
   // Deleted by its id, the node's id goes with it; a node added later gets a new one.
-  auto deleted =
-      e.call("BatchDeleteClusterNodes", {{"ClusterName", "it-add"}, {"NodeIds", {now["worker-2"]}}});
+  auto deleted = e.call("BatchDeleteClusterNodes",
+                        {{"ClusterName", "it-add"}, {"NodeIds", {now["worker-2"]}}});
   ASSERT_TRUE(deleted);
   EXPECT_EQ((*deleted)["Successful"], json::array({now["worker-2"]}));
   ASSERT_EQ(e.wait_status("it-add", {"InService"}, 120s), "InService");
   EXPECT_EQ(sinfo_nodes(e, "it-add"), (std::set<std::string>{"worker-0", "worker-1"}));
+
+  // Through the CLI: a COUNT that is not a whole number is refused before anything is sent;
+  // the node added gets an id no node had before.
+  auto bad = e.cli({"batch-add-cluster-nodes", "--cluster-name", "it-add", "--nodes-to-add",
+                    "worker=1x"});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("--nodes-to-add: must be GROUP=COUNT"), std::string::npos) << bad.err;
+  auto one = e.cli({"batch-add-cluster-nodes", "--cluster-name", "it-add", "--nodes-to-add",
+                    "worker=1", "--client-token", "cli-1"});
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+  json reply = json::parse(one.out);
+  ASSERT_EQ(reply["Successful"].size(), 1u) << one.out;
+  std::string fresh = reply["Successful"][0]["NodeLogicalId"];
+  for (const auto& [node, id] : now) EXPECT_NE(fresh, id) << node;
+  ASSERT_EQ(e.wait_status("it-add", {"InService"}, 120s), "InService");
+  EXPECT_EQ(logical_ids(e, "it-add").size(), 4u);
 }
 
 }  // namespace

@@ -45,7 +45,8 @@ TEST(ScheduledUpdate, AGroupsScheduleComesDueAndItsNodesAreUpdatedInBatches) {
   bool started = false;
   ASSERT_TRUE(wait_until(
       [&] {
-        auto events = e.call("ListClusterEvents", {{"ClusterName", "it-sched"}, {"MaxResults", 10000}});
+        auto events =
+            e.call("ListClusterEvents", {{"ClusterName", "it-sched"}, {"MaxResults", 10000}});
         if (!events) return false;
         for (const auto& ev : (*events)["Events"]) {
           started |= ev["EventType"] == "ScheduledUpdateStarted";

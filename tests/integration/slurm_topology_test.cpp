@@ -36,11 +36,12 @@ std::filesystem::path lifecycle_without_roles(const TempDir& dir) {
 
 json slurm_group(const std::string& name, const std::string& type, int count,
                  const std::filesystem::path& lifecycle, const std::string& partition = "") {
-  json g = {{"InstanceGroupName", name},
-            {"InstanceType", "local.c2"},
-            {"InstanceCount", count},
-            {"LifeCycleConfig", {{"SourceS3Uri", lifecycle.string()}, {"OnCreate", "on_create.sh"}}},
-            {"SlurmConfig", {{"NodeType", type}}}};
+  json g = {
+      {"InstanceGroupName", name},
+      {"InstanceType", "local.c2"},
+      {"InstanceCount", count},
+      {"LifeCycleConfig", {{"SourceS3Uri", lifecycle.string()}, {"OnCreate", "on_create.sh"}}},
+      {"SlurmConfig", {{"NodeType", type}}}};
   if (!partition.empty()) g["SlurmConfig"]["PartitionNames"] = {partition};
   return g;
 }
@@ -69,16 +70,15 @@ class SlurmTopology : public ::testing::Test {
   // UpdateCluster with the worker group at `workers`, waiting for InService.
   void scale_workers(const std::string& cluster, int workers) {
     json spec = make_spec(cluster, workers);
-    auto updated = e_->call("UpdateCluster", {{"ClusterName", cluster},
-                                              {"InstanceGroups", spec["InstanceGroups"]}});
+    auto updated = e_->call("UpdateCluster",
+                            {{"ClusterName", cluster}, {"InstanceGroups", spec["InstanceGroups"]}});
     ASSERT_TRUE(updated) << updated.error().message;
   }
 
   void set_strategy(const std::string& cluster, const std::string& strategy) {
-    auto updated = e_->call(
-        "UpdateCluster",
-        {{"ClusterName", cluster},
-         {"Orchestrator", {{"Slurm", {{"SlurmConfigStrategy", strategy}}}}}});
+    auto updated = e_->call("UpdateCluster",
+                            {{"ClusterName", cluster},
+                             {"Orchestrator", {{"Slurm", {{"SlurmConfigStrategy", strategy}}}}}});
     ASSERT_TRUE(updated) << updated.error().message;
     ASSERT_EQ(e_->wait_status(cluster, {"InService"}, 60s), "InService");
   }
@@ -90,8 +90,8 @@ class SlurmTopology : public ::testing::Test {
                             " Nodes=worker-0 Default=NO State=UP' >> /etc/slurm/slurm.conf && "
                             "scontrol reconfigure");
     ASSERT_EQ(out.exit_code, 0) << out.out << out.err;
-    ASSERT_TRUE(wait_until([&] { return partitions(cluster).count(partition + " worker-0") > 0; },
-                           30s))
+    ASSERT_TRUE(
+        wait_until([&] { return partitions(cluster).count(partition + " worker-0") > 0; }, 30s))
         << "slurmctld did not take the hand-added partition " << partition;
   }
 
@@ -113,8 +113,7 @@ TEST_F(SlurmTopology, AClusterFromSlurmConfigAloneHasTheRolesAndPartitionsAsked)
   ASSERT_EQ(e_->wait_status("it-topo", {"InService"}, 180s), "InService");
 
   // The partitions asked for, the first named one Slurm's default.
-  EXPECT_EQ(partitions("it-topo"),
-            (std::set<std::string>{"train* gpu-[0-1]", "dev cpu-0"}));
+  EXPECT_EQ(partitions("it-topo"), (std::set<std::string>{"train* gpu-[0-1]", "dev cpu-0"}));
   // The login node is a Slurm client: it reaches slurmctld and /fsx, and runs no slurmd.
   auto login = e_->exec("it-topo", "login-0",
                         "sinfo -h -o %P | sort | tr '\\n' ' '; test -d /fsx && echo fsx; "
@@ -171,8 +170,7 @@ TEST_F(SlurmTopology, AHandEditedSlurmConfIsMergedOverwrittenOrLeftAsTheStrategy
   add_partition_by_hand("it-edit", "manual");
   scale_workers("it-edit", 2);
   ASSERT_EQ(e_->wait_status("it-edit", {"InService"}, 120s), "InService");
-  EXPECT_EQ(partitions("it-edit"),
-            (std::set<std::string>{"dev* worker-[0-1]", "manual worker-0"}));
+  EXPECT_EQ(partitions("it-edit"), (std::set<std::string>{"dev* worker-[0-1]", "manual worker-0"}));
 
   // Overwrite: endured's file replaces the edit.
   set_strategy("it-edit", "Overwrite");
@@ -191,7 +189,8 @@ TEST_F(SlurmTopology, AHandEditedSlurmConfIsMergedOverwrittenOrLeftAsTheStrategy
         return std::count(types.begin(), types.end(), "SlurmConfigEdited") == 1;
       },
       60s));
-  auto conf = e_->exec("it-edit", "controller-0", "grep -c PartitionName=manual3 /etc/slurm/slurm.conf");
+  auto conf =
+      e_->exec("it-edit", "controller-0", "grep -c PartitionName=manual3 /etc/slurm/slurm.conf");
   EXPECT_EQ(conf.out, "1\n");
   EXPECT_EQ(partitions("it-edit").count("manual3 worker-0"), 1u);
   auto described = e_->call("DescribeCluster", {{"ClusterName", "it-edit"}});

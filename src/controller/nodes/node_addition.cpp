@@ -27,7 +27,8 @@ Status check_request(const json& request, const BatchAddClusterNodesRequest& typ
   spec::check_known_keys(request, "", spec::keys_of<BatchAddClusterNodesRequest>(), errors);
   if (typed.client_token) {
     const std::string& token = *typed.client_token;
-    bool printable = std::all_of(token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+    bool printable =
+        std::all_of(token.begin(), token.end(), [](char c) { return c > 0x20 && c < 0x7f; });
     if (token.empty() || token.size() > size_t{api::kMaxClientTokenLength} || !printable) {
       errors.push_back({F::kClientToken, "must be 1 to 64 printable characters without spaces"});
     }
@@ -44,8 +45,8 @@ Status check_request(const json& request, const BatchAddClusterNodesRequest& typ
                            spec::keys_of<api::AddClusterNodeSpecification>(), errors);
     const int n = entries[i].increment_target_count_by;
     if (n < 1 || n > api::kMaxNodesToAdd) {
-      errors.push_back({spec::join_path(path, F::kIncrementTargetCountBy),
-                        "must be an integer from 1 to 50"});
+      errors.push_back(
+          {spec::join_path(path, F::kIncrementTargetCountBy), "must be an integer from 1 to 50"});
     } else {
       total += n;  // an entry out of bounds is reported once, above
     }
@@ -55,8 +56,8 @@ Status check_request(const json& request, const BatchAddClusterNodesRequest& typ
     }
   }
   if (total > api::kMaxNodesToAdd) {
-    errors.push_back({F::kNodesToAdd, "must add at most 50 nodes in all (asks for " +
-                                          std::to_string(total) + ")"});
+    errors.push_back({F::kNodesToAdd,
+                      "must add at most 50 nodes in all (asks for " + std::to_string(total) + ")"});
   }
   if (errors.empty()) return {};
   return invalid(spec::describe(errors));
@@ -70,14 +71,14 @@ std::optional<BatchAddClusterNodesError> refusal(const store::ClusterRow& cluste
   const int n = entry.increment_target_count_by;
   const spec::InstanceGroupSpec* group = model.spec.find_group(group_name);
   if (!group) {
-    return BatchAddClusterNodesError{group_name, "InstanceGroupNotFound", n,
-                                     "cluster " + cluster.name + " has no instance group " + group_name};
+    return BatchAddClusterNodesError{
+        group_name, "InstanceGroupNotFound", n,
+        "cluster " + cluster.name + " has no instance group " + group_name};
   }
   if (cluster.status != ClusterStatus::kInService && cluster.status != ClusterStatus::kUpdating) {
-    return BatchAddClusterNodesError{
-        group_name, "InvalidInstanceGroupStatus", n,
-        "cluster " + cluster.name + " is " + name(cluster.status) +
-            "; nodes can be added when it is InService or Updating"};
+    return BatchAddClusterNodesError{group_name, "InvalidInstanceGroupStatus", n,
+                                     "cluster " + cluster.name + " is " + name(cluster.status) +
+                                         "; nodes can be added when it is InService or Updating"};
   }
   if (model.params.role_of(group_name) == spec::NodeRole::kController) {
     return BatchAddClusterNodesError{
@@ -94,12 +95,12 @@ std::optional<BatchAddClusterNodesError> refusal(const store::ClusterRow& cluste
     return BatchAddClusterNodesError{group_name, "IncompatibleAvailabilityZones", n,
                                      "endure's nodes have no availability zones"};
   }
-  if (entry.instance_types &&
-      (entry.instance_types->size() != 1 || entry.instance_types->front() != group->instance_type)) {
+  if (entry.instance_types && (entry.instance_types->size() != 1 ||
+                               entry.instance_types->front() != group->instance_type)) {
     return BatchAddClusterNodesError{group_name, "IncompatibleInstanceTypes", n,
                                      group_name + " runs " + group->instance_type +
-                                         " only; InstanceTypes must be [" +
-                                         group->instance_type + "] or absent"};
+                                         " only; InstanceTypes must be [" + group->instance_type +
+                                         "] or absent"};
   }
   return std::nullopt;
 }
@@ -116,8 +117,8 @@ json reply_for(store::Store& store, const store::ClusterRow& cluster, const json
   for (const auto& a : added) {
     std::string id = a.value(F::kNodeLogicalId, "");
     auto it = status_of.find(id);
-    reply.successful.push_back({id, a.value(F::kInstanceGroupName, ""),
-                                it == status_of.end() ? "Pending" : it->second});
+    reply.successful.push_back(
+        {id, a.value(F::kInstanceGroupName, ""), it == status_of.end() ? "Pending" : it->second});
   }
   for (const auto& f : failed) {
     auto error = BatchAddClusterNodesError::from_json(f);
@@ -144,8 +145,9 @@ Result<json> batch_add_nodes(store::Store& store, const json& request) {
     if (seen != cluster->client_tokens.end() &&
         now - seen->value("Time", 0.0) < api::kClientTokenSeconds) {
       if ((*seen)["Request"] != asked) {
-        return invalid("ClientToken: was used in the last 8 hours for BatchAddClusterNodes with "
-                       "other NodesToAdd; use a new token for a new request");
+        return invalid(
+            "ClientToken: was used in the last 8 hours for BatchAddClusterNodes with "
+            "other NodesToAdd; use a new token for a new request");
       }
       return reply_for(store, *cluster, (*seen)["Added"], (*seen)["Failed"]);
     }
@@ -184,10 +186,11 @@ Result<json> batch_add_nodes(store::Store& store, const json& request) {
   if (!token.empty() || !added.empty()) {
     Status s = store.transaction([&]() -> Status {
       auto fresh = store.cluster_by_id(cluster->id);
-      if (!fresh || fresh->spec != cluster->spec || fresh->removed_slots != cluster->removed_slots ||
+      if (!fresh || fresh->spec != cluster->spec ||
+          fresh->removed_slots != cluster->removed_slots ||
           fresh->client_tokens != cluster->client_tokens) {
-        return make_error(api::kConflictException,
-                          "ClusterName: cluster " + cluster->name + " changed meanwhile; try again");
+        return make_error(api::kConflictException, "ClusterName: cluster " + cluster->name +
+                                                       " changed meanwhile; try again");
       }
       auto record = [&](store::ClusterRow& c) {
         // Tokens older than 8 hours are forgotten as new ones come.
@@ -200,10 +203,11 @@ Result<json> batch_add_nodes(store::Store& store, const json& request) {
         }
         c.client_tokens = std::move(kept);
       };
-      if (added.empty()) return store.mutate_cluster(cluster->id, [&](store::ClusterRow& c) -> Status {
-        record(c);
-        return {};
-      });
+      if (added.empty())
+        return store.mutate_cluster(cluster->id, [&](store::ClusterRow& c) -> Status {
+          record(c);
+          return {};
+        });
       return transition(
           store, *fresh,
           [&](store::ClusterRow& c) {

@@ -18,8 +18,8 @@ namespace {
 using Clock = std::chrono::system_clock;
 
 Clock::time_point time_at(double epoch_seconds) {
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(epoch_seconds)));
+  return Clock::time_point(
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(epoch_seconds)));
 }
 
 double seconds_at(Clock::time_point t) {
@@ -32,7 +32,8 @@ json deployment_of(const spec::ScheduledUpdateSpec& schedule) {
   if (!schedule.deployment_config) return nullptr;
   json dc = schedule.deployment_config->to_json();
   dc.erase("AutoRollbackConfiguration");
-  if (dc.contains("RollingUpdatePolicy")) dc["RollingUpdatePolicy"].erase("RollbackMaximumBatchSize");
+  if (dc.contains("RollingUpdatePolicy"))
+    dc["RollingUpdatePolicy"].erase("RollbackMaximumBatchSize");
   return dc;
 }
 
@@ -60,7 +61,8 @@ bool SoftwareUpdateManager::start_scheduled(const store::ClusterRow& cluster,
       due_text = schedule.text() + " came due at " + ids::iso_time(seconds_at(*next));
     }
   }
-  const bool ready = cluster.status == ClusterStatus::kInService && cluster.software_update.is_null();
+  const bool ready =
+      cluster.status == ClusterStatus::kInService && cluster.software_update.is_null();
   if (ready && !due_group.empty()) {
     const auto* group = spec.find_group(due_group);
     json request = {{"ClusterName", cluster.name}, {"InstanceGroups", {due_group}}};
@@ -73,7 +75,8 @@ bool SoftwareUpdateManager::start_scheduled(const store::ClusterRow& cluster,
     const std::string text = due_group + ": ScheduledUpdateConfig " + due_text +
                              (started ? "; its rolling update started"
                                       : "; the update could not start: " + started.error().message);
-    auto ev = store_.append_event({0, cluster.id, 0, "InstanceGroup", due_group, "", "", type, text});
+    auto ev =
+        store_.append_event({0, cluster.id, 0, "InstanceGroup", due_group, "", "", type, text});
     (void)log::ok(ev ? Status{} : Status(ev.error()), cluster.name + ": " + type);
     log::info("{}: {}: {}", cluster.name, type, text);
   }

@@ -109,25 +109,23 @@ void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
   // Never pushed: every node has the files of its launch, which its daemons started on.
   const bool first = cluster.applied_conf_hash.empty();
   auto rows = store.instances(cluster.id, true);
-  // The controller's copy is the one a person edits (and the one slurmctld reads).
+  const Instance* controller = nullptr;
   for (const auto& r : rows) {
-    if (first || r.node_name != layout.controller_node || r.status != NodeStatus::kRunning ||
-        !provider.running(cluster.id, r.instance_id)) {
-      continue;
-    }
-    auto now = provider.exec(cluster.id, r.instance_id, {"cat", node::kSlurmConfPath}, 10s);
-    if (now.exit_code != 0) break;
-    if (!slurm::seal_intact(now.out)) {
-      auto written = meet_edit(store, cluster, r, conf, now.out, strategy);
+    if (r.node_name == layout.controller_node && r.status == NodeStatus::kRunning) controller = &r;
+  }
+  // The controller's copy is the one a person edits (and the one slurmctld reads).
+  if (!first && controller && provider.running(cluster.id, controller->instance_id)) {
+    auto now =
+        provider.exec(cluster.id, controller->instance_id, {"cat", node::kSlurmConfPath}, 10s);
+    if (now.exit_code == 0 && !slurm::seal_intact(now.out)) {
+      auto written = meet_edit(store, cluster, *controller, conf, now.out, strategy);
       if (!written) return;
       conf = *written;
-    } else if (strategy == api::SlurmConfigStrategy::kMerge) {
+    } else if (now.exit_code == 0 && strategy == api::SlurmConfigStrategy::kMerge) {
       // Partitions kept by an earlier merge stay through every later write.
       conf = slurm::with_lines(conf, slurm::added_partition_lines(conf, now.out));
     }
-    break;
   }
-  const Instance* controller = nullptr;
   // Every node at once: on hosts each write is an SSH round trip, and a swapped-in spare
   // waits for them.
   std::vector<std::future<std::pair<bool, bool>>> writes;  // (written, held them already)
@@ -145,7 +143,6 @@ void push_slurm_conf(store::Store& store, provider::NodeProvider& provider,
            log::ok(provider.write_file(cluster.id, r.instance_id, node::kHostsPath, hosts), what);
       return std::make_pair(ok, false);
     }));
-    if (r.node_name == layout.controller_node && r.status == NodeStatus::kRunning) controller = &r;
   }
   bool written = true, held = true;
   for (auto& w : writes) {

@@ -1,7 +1,7 @@
 // The seal on endured's slurm.conf and the partitions a person's edit added.
-#include <gtest/gtest.h>
-
 #include "slurm/conf_edits.h"
+
+#include <gtest/gtest.h>
 
 namespace endure::slurm {
 namespace {

@@ -29,7 +29,9 @@ json topology_request() {
           {"Orchestrator", {{"Slurm", {{"SlurmConfigStrategy", "Merge"}}}}}};
 }
 
-std::string topology_errors(const json& request) { return describe(validate_cluster_spec(request)); }
+std::string topology_errors(const json& request) {
+  return describe(validate_cluster_spec(request));
+}
 
 TEST(SlurmTopology, EveryGroupsSlurmConfigGivesTheRoles) {
   auto spec = parse_cluster_spec(topology_request());
@@ -53,7 +55,8 @@ TEST(SlurmTopology, TheSpecEchoesSlurmConfigAndOrchestratorAsGiven) {
   json back = spec->to_json();
   EXPECT_EQ(back["Orchestrator"], request["Orchestrator"]);
   for (size_t i = 0; i < request["InstanceGroups"].size(); ++i) {
-    EXPECT_EQ(back["InstanceGroups"][i]["SlurmConfig"], request["InstanceGroups"][i]["SlurmConfig"]);
+    EXPECT_EQ(back["InstanceGroups"][i]["SlurmConfig"],
+              request["InstanceGroups"][i]["SlurmConfig"]);
   }
   auto again = parse_cluster_spec(back);
   ASSERT_TRUE(again);
@@ -90,29 +93,41 @@ TEST(SlurmTopology, EachFieldsRuleIsNamedWithItsPath) {
   const std::vector<FieldCase> cases = {
       {"not an object", "Compute", at + ": must be an object"},
       {"no NodeType", json::object(), at + ".NodeType: is required"},
-      {"an unknown NodeType", {{"NodeType", "Worker"}},
+      {"an unknown NodeType",
+       {{"NodeType", "Worker"}},
        at + ".NodeType: must be one of Controller, Login, Compute"},
-      {"NodeType not a string", {{"NodeType", 1}},
+      {"NodeType not a string",
+       {{"NodeType", 1}},
        at + ".NodeType: must be one of Controller, Login, Compute"},
-      {"an unknown field", {{"NodeType", "Compute"}, {"Partitions", json::array()}},
+      {"an unknown field",
+       {{"NodeType", "Compute"}, {"Partitions", json::array()}},
        at + ".Partitions: is not a known field; known: NodeType, PartitionNames"},
-      {"PartitionNames not a list", {{"NodeType", "Compute"}, {"PartitionNames", "dev"}},
+      {"PartitionNames not a list",
+       {{"NodeType", "Compute"}, {"PartitionNames", "dev"}},
        at + ".PartitionNames: must be an array"},
-      {"two partitions", {{"NodeType", "Compute"}, {"PartitionNames", {"a", "b"}}},
+      {"two partitions",
+       {{"NodeType", "Compute"}, {"PartitionNames", {"a", "b"}}},
        at + ".PartitionNames: must list at most 1 partition name"},
-      {"a name not a string", {{"NodeType", "Compute"}, {"PartitionNames", {7}}},
+      {"a name not a string",
+       {{"NodeType", "Compute"}, {"PartitionNames", {7}}},
        at + ".PartitionNames[0]: must be a string"},
-      {"an empty name", {{"NodeType", "Compute"}, {"PartitionNames", {""}}},
+      {"an empty name",
+       {{"NodeType", "Compute"}, {"PartitionNames", {""}}},
        at + ".PartitionNames[0]" + pattern},
-      {"a leading hyphen", {{"NodeType", "Compute"}, {"PartitionNames", {"-dev"}}},
+      {"a leading hyphen",
+       {{"NodeType", "Compute"}, {"PartitionNames", {"-dev"}}},
        at + ".PartitionNames[0]" + pattern},
-      {"a trailing hyphen", {{"NodeType", "Compute"}, {"PartitionNames", {"dev-"}}},
+      {"a trailing hyphen",
+       {{"NodeType", "Compute"}, {"PartitionNames", {"dev-"}}},
        at + ".PartitionNames[0]" + pattern},
-      {"an underscore", {{"NodeType", "Compute"}, {"PartitionNames", {"my_dev"}}},
+      {"an underscore",
+       {{"NodeType", "Compute"}, {"PartitionNames", {"my_dev"}}},
        at + ".PartitionNames[0]" + pattern},
-      {"1025 characters", {{"NodeType", "Compute"}, {"PartitionNames", {std::string(1025, 'p')}}},
+      {"1025 characters",
+       {{"NodeType", "Compute"}, {"PartitionNames", {std::string(1025, 'p')}}},
        at + ".PartitionNames[0]: must be 1 to 1024 characters long"},
-      {"Slurm's DEFAULT", {{"NodeType", "Compute"}, {"PartitionNames", {"Default"}}},
+      {"Slurm's DEFAULT",
+       {{"NodeType", "Compute"}, {"PartitionNames", {"Default"}}},
        at + ".PartitionNames[0]: DEFAULT is reserved by Slurm"},
   };
   for (const auto& c : cases) {
